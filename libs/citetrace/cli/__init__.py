@@ -1,0 +1,1 @@
+"""The citetrace command-line tool."""

@@ -1,0 +1,83 @@
+"""What every CLI command shares: the data directory, the local stack's development secret and
+state file, and authenticated stubs to the local stack."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, mint_token
+from citetrace.kit.settings import load_settings
+from citetrace.kit.stack import BY_NAME
+
+DEFAULT_DATA_DIR = Path(".citetrace")
+SECRET_FILE = "dev-secret"
+STATE_FILE = "stack.json"
+
+
+def add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("CITETRACE_DATA_DIR", DEFAULT_DATA_DIR)),
+        help="where the local stack keeps its data, logs and state (default ./.citetrace)",
+    )
+
+
+def dev_secret(data_dir: Path, create: bool = False) -> str | None:
+    """The local stack's HS256 development secret, created once with mode 0600."""
+    path = data_dir / SECRET_FILE
+    if path.exists():
+        return path.read_text().strip()
+    if not create:
+        return None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret + "\n")
+    return secret
+
+
+def auth_settings(data_dir: Path) -> AuthSettings:
+    """Deployment key material when configured, else the local stack's development secret."""
+    if any(key.startswith(AUTH_PREFIX) for key in os.environ):
+        return load_settings(AuthSettings, AUTH_PREFIX)
+    secret = dev_secret(data_dir)
+    if secret is None:
+        fail(f"no development secret in {data_dir}: start the stack with `citetrace up` first "
+             "or set CITETRACE_AUTH_HS256_SECRET")
+    return AuthSettings(hs256_secret=secret)
+
+
+def dev_token(data_dir: Path, tenant: str, roles: list[str], locations: list[str] | None = None,
+              subject: str = "cli-user", ttl_seconds: int = 3600) -> str:
+    return mint_token(auth_settings(data_dir), tenant_id=tenant, subject=subject, roles=roles,
+                      location_ids=locations or [], ttl_seconds=ttl_seconds)
+
+
+def read_state(data_dir: Path) -> dict:
+    path = data_dir / STATE_FILE
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def target(data_dir: Path, service: str) -> str:
+    """Where a service of the local stack listens (the state file, else the default port)."""
+    state = read_state(data_dir)
+    entry = state.get("services", {}).get(service)
+    return f"127.0.0.1:{entry['port']}" if entry else BY_NAME[service].target
+
+
+def split_list(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def fail(message: str, code: int = 2) -> None:
+    print(f"citetrace: error: {message}", file=sys.stderr)
+    raise SystemExit(code)

@@ -1,0 +1,141 @@
+"""Bearer-token authentication: the principal (tenant, roles, locations, pseudonymous subject)
+comes from a signed JWT in call metadata, never from a request body.
+
+Every service verifies the token itself with the same key material (HS256 shared secret or RS256
+public key), and the orchestrator forwards the caller's token downstream, so each service enforces
+its own scope.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import jwt
+
+from citetrace.kit.errors import Unauthenticated
+from citetrace.kit.settings import require
+
+AUTHORIZATION = "authorization"
+ROLE_SERVICE = "service"
+
+
+@dataclasses.dataclass(frozen=True)
+class Principal:
+    tenant_id: str
+    subject: str
+    roles: tuple[str, ...] = ()
+    location_ids: tuple[str, ...] = ()
+
+    def has_any_role(self, roles: Iterable[str]) -> bool:
+        return bool(set(roles) & set(self.roles))
+
+
+@dataclasses.dataclass(frozen=True)
+class AuthSettings:
+    """Read with prefix CITETRACE_AUTH_."""
+
+    hs256_secret: str | None = None
+    rs256_public_key_file: Path | None = None
+    rs256_private_key_file: Path | None = None
+    issuer: str = "citetrace"
+    audience: str = "citetrace"
+    leeway_seconds: int = 30
+
+    def __post_init__(self) -> None:
+        require(
+            bool(self.hs256_secret) or self.rs256_public_key_file is not None,
+            "no token key configured: set CITETRACE_AUTH_HS256_SECRET or CITETRACE_AUTH_RS256_PUBLIC_KEY_FILE",
+        )
+        if self.hs256_secret:
+            require(len(self.hs256_secret) >= 32, "CITETRACE_AUTH_HS256_SECRET must be at least 32 characters")
+
+
+AUTH_PREFIX = "CITETRACE_AUTH_"
+
+
+class TokenVerifier:
+    def __init__(self, settings: AuthSettings) -> None:
+        self._settings = settings
+        if settings.rs256_public_key_file is not None:
+            self._key = settings.rs256_public_key_file.read_text()
+            self._algorithm = "RS256"
+        else:
+            self._key = settings.hs256_secret
+            self._algorithm = "HS256"
+
+    def verify(self, token: str) -> Principal:
+        try:
+            claims = jwt.decode(
+                token,
+                self._key,
+                algorithms=[self._algorithm],
+                audience=self._settings.audience,
+                issuer=self._settings.issuer,
+                leeway=self._settings.leeway_seconds,
+                options={"require": ["exp", "sub", "tenant"]},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise Unauthenticated("TOKEN_EXPIRED", "the bearer token has expired") from exc
+        except jwt.InvalidTokenError as exc:
+            raise Unauthenticated("TOKEN_INVALID", f"the bearer token is invalid: {exc}") from exc
+        tenant = claims.get("tenant")
+        if not isinstance(tenant, str) or not tenant:
+            raise Unauthenticated("TOKEN_INVALID", "the bearer token names no tenant")
+        return Principal(
+            tenant_id=tenant,
+            subject=str(claims["sub"]),
+            roles=tuple(sorted(str(r) for r in claims.get("roles", []))),
+            location_ids=tuple(sorted(str(loc) for loc in claims.get("locations", []))),
+        )
+
+    def verify_metadata(self, metadata: Iterable[tuple[str, str | bytes]]) -> tuple[Principal, str]:
+        """Returns the principal and the raw token (to forward downstream)."""
+        token = bearer_token(metadata)
+        return self.verify(token), token
+
+
+def bearer_token(metadata: Iterable[tuple[str, str | bytes]]) -> str:
+    for key, value in metadata:
+        if key.lower() == AUTHORIZATION:
+            text = value.decode() if isinstance(value, bytes) else value
+            scheme, _, token = text.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthenticated("TOKEN_MALFORMED", "authorization metadata must be 'Bearer <token>'")
+            return token.strip()
+    raise Unauthenticated("TOKEN_MISSING", "no bearer token in call metadata")
+
+
+def mint_token(
+    settings: AuthSettings,
+    *,
+    tenant_id: str,
+    subject: str,
+    roles: Iterable[str] = (),
+    location_ids: Iterable[str] = (),
+    ttl_seconds: int = 3600,
+    now: float | None = None,
+) -> str:
+    """Mints a token (development tokens, service tokens, tests). Needs the signing key."""
+    issued = int(time.time() if now is None else now)
+    claims = {
+        "iss": settings.issuer,
+        "aud": settings.audience,
+        "sub": subject,
+        "tenant": tenant_id,
+        "roles": sorted(set(roles)),
+        "locations": sorted(set(location_ids)),
+        "iat": issued,
+        "exp": issued + ttl_seconds,
+    }
+    if settings.rs256_private_key_file is not None:
+        return jwt.encode(claims, settings.rs256_private_key_file.read_text(), algorithm="RS256")
+    if not settings.hs256_secret:
+        raise Unauthenticated("NO_SIGNING_KEY", "minting needs CITETRACE_AUTH_HS256_SECRET or an RS256 private key")
+    return jwt.encode(claims, settings.hs256_secret, algorithm="HS256")
+
+
+def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    return ((AUTHORIZATION, f"Bearer {token}"),)

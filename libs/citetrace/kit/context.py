@@ -1,0 +1,48 @@
+"""Per-call context (the verified principal, its token and the call deadline), set by the server
+interceptor and read by servicers and downstream clients. Free of grpc imports."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator
+
+from citetrace.kit.auth import Principal
+from citetrace.kit.errors import Unauthenticated
+
+_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("principal", default=None)
+_token: contextvars.ContextVar[str | None] = contextvars.ContextVar("token", default=None)
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+
+
+def current_principal() -> Principal:
+    principal = _principal.get()
+    if principal is None:
+        raise Unauthenticated("TOKEN_MISSING", "no authenticated principal for this call")
+    return principal
+
+
+def current_token() -> str | None:
+    return _token.get()
+
+
+def remaining_seconds() -> float | None:
+    """Seconds left before the incoming call's deadline, or None when it has none."""
+    deadline = _deadline.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+@contextlib.contextmanager
+def call_context(principal: Principal | None, token: str | None, timeout: float | None) -> Iterator[None]:
+    tokens = (
+        _principal.set(principal),
+        _token.set(token),
+        _deadline.set(None if timeout is None else time.monotonic() + timeout),
+    )
+    try:
+        yield
+    finally:
+        _deadline.reset(tokens[2])
+        _token.reset(tokens[1])
+        _principal.reset(tokens[0])

@@ -1,0 +1,191 @@
+"""gRPC server start-up shared by every service: interceptors (OpenTelemetry, auth, domain-error
+mapping, per-RPC metrics), the standard health service (NOT_SERVING until warm), reflection,
+a /metrics port, and SIGTERM drain: NOT_SERVING, finish in-flight calls, stop with grace, flush."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from grpc_status import rpc_status
+from opentelemetry.instrumentation.grpc import server_interceptor as otel_server_interceptor
+
+from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, TokenVerifier
+from citetrace.kit.context import call_context
+from citetrace.kit.errors import Code, DomainError
+from citetrace.kit.metrics import GRPC_SERVER_DURATION, GRPC_SERVER_HANDLED, serve_metrics
+from citetrace.kit.settings import ServerSettings, load_settings
+from citetrace.kit.telemetry import flush_telemetry, setup_tracing
+
+log = logging.getLogger("citetrace.server")
+
+_UNAUTHENTICATED_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+@dataclasses.dataclass
+class ServiceSpec:
+    """What a service contributes to the kit."""
+
+    name: str  # short name, e.g. "retrieval"; the ErrorInfo domain is "<name>.citetrace"
+    full_name: str  # e.g. "citetrace.retrieval.v1.RetrievalService"
+    servicer: Any  # may define warm_up() and close()
+    register: Callable[[Any, grpc.Server], None]  # the generated add_XServicer_to_server
+
+
+def error_status(domain: str, code: Code, reason: str, message: str, metadata: dict[str, str]) -> grpc.Status:
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=domain, metadata=metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=getattr(code_pb2, code.value), message=message, details=[detail])
+    return rpc_status.to_status(status)
+
+
+class KitInterceptor(grpc.ServerInterceptor):
+    """Authenticates, maps domain errors to google.rpc.Status with ErrorInfo, records metrics."""
+
+    def __init__(self, service: str, verifier: TokenVerifier) -> None:
+        self._service = service
+        self._domain = f"{service}.citetrace"
+        self._verifier = verifier
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or handler.unary_unary is None or method.startswith(_UNAUTHENTICATED_PREFIXES):
+            return handler
+        behavior = handler.unary_unary
+        short_method = method.rsplit("/", 1)[-1]
+
+        def wrapped(request, context: grpc.ServicerContext):
+            started = time.perf_counter()
+            failure: grpc.Status | None = None
+            code_name = "OK"
+            try:
+                principal, token = self._verifier.verify_metadata(context.invocation_metadata())
+                with call_context(principal, token, context.time_remaining()):
+                    return behavior(request, context)
+            except DomainError as err:
+                code_name = err.code.value
+                failure = error_status(self._domain, err.code, err.reason, err.message, err.metadata)
+            except Exception:  # a bug: report INTERNAL without leaking internals
+                log.exception("unhandled error in %s", method)
+                code_name = "INTERNAL"
+                failure = error_status(self._domain, Code.INTERNAL, "INTERNAL", "internal error", {})
+            finally:
+                if failure is None:
+                    code = context.code() if hasattr(context, "code") else None
+                    code_name = code.name if isinstance(code, grpc.StatusCode) else code_name
+                GRPC_SERVER_HANDLED.labels(self._service, short_method, code_name).inc()
+                GRPC_SERVER_DURATION.labels(self._service, short_method).observe(time.perf_counter() - started)
+            context.abort_with_status(failure)
+
+        return grpc.unary_unary_rpc_method_handler(
+            wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+class ServiceRunner:
+    """Start, warm up, serve, drain. Usable in-process (tests: port 0) and from a service main."""
+
+    def __init__(self, spec: ServiceSpec, server_settings: ServerSettings, auth_settings: AuthSettings) -> None:
+        self.spec = spec
+        self.settings = server_settings
+        self._verifier = TokenVerifier(auth_settings)
+        self._health = health.HealthServicer(experimental_non_blocking=True)
+        self._server: grpc.Server | None = None
+        self._stopped = threading.Event()
+        self._done = threading.Event()
+        self.port = 0
+        self.metrics_port = -1
+
+    @property
+    def address(self) -> str:
+        return f"{self.settings.host}:{self.port}"
+
+    def start(self) -> int:
+        setup_tracing(f"citetrace-{self.spec.name}")
+        server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix=self.spec.name),
+            interceptors=[otel_server_interceptor(), KitInterceptor(self.spec.name, self._verifier)],
+            options=[("grpc.so_reuseport", 0)],
+        )
+        self.spec.register(self.spec.servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        reflection.enable_server_reflection(
+            (self.spec.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        self.port = server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
+        if self.port == 0:
+            raise RuntimeError(f"{self.spec.name}: could not bind {self.settings.host}:{self.settings.port}")
+        server.start()
+        self._server = server
+        self.metrics_port = serve_metrics(self.settings.metrics_port, self.settings.host)
+        return self.port
+
+    def warm_up(self) -> None:
+        warm = getattr(self.spec.servicer, "warm_up", None)
+        if callable(warm):
+            warm()
+        self._set_health(health_pb2.HealthCheckResponse.SERVING)
+
+    def stop(self, grace: float | None = None) -> None:
+        if self._server is None or self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._health.enter_graceful_shutdown()  # every service NOT_SERVING, new checks see it
+        self._server.stop(self.settings.grace_seconds if grace is None else grace).wait()
+        close = getattr(self.spec.servicer, "close", None)
+        if callable(close):
+            close()
+        flush_telemetry()
+        self._done.set()
+
+    def serve_forever(self) -> None:
+        """Installs SIGTERM/SIGINT handlers and blocks until stopped."""
+        def on_signal(signum, _frame):
+            log.info("%s: signal %s, draining", self.spec.name, signum)
+            threading.Thread(target=self.stop, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        self._done.wait()
+
+    def _set_health(self, status: int) -> None:
+        for name in ("", self.spec.full_name):
+            self._health.set(name, status)
+
+
+def run_service(
+    spec_factory: Callable[[Any], ServiceSpec],
+    settings_cls: type,
+    prefix: str,
+) -> None:
+    """A service's main: settings -> telemetry -> serve (NOT_SERVING) -> warm up -> SERVING -> wait."""
+    settings = load_settings(settings_cls, prefix)
+    auth = load_settings(AuthSettings, AUTH_PREFIX)
+    logging.basicConfig(
+        level=getattr(settings, "log_level", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    spec = spec_factory(settings)
+    runner = ServiceRunner(spec, settings, auth)
+    runner.start()
+    log.info("%s listening on %s (metrics port %s); warming up", spec.name, runner.address, runner.metrics_port)
+    runner.warm_up()
+    log.info("%s SERVING on %s", spec.name, runner.address)
+    runner.serve_forever()
+    log.info("%s stopped", spec.name)

@@ -1,0 +1,39 @@
+"""The six services of the local stack: module, default ports, settings prefix. The one table the
+CLI, the docs and the deploy checks read."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceInfo:
+    name: str  # short name, also the folder under services/
+    full_name: str  # the gRPC service's full name
+    port: int
+    metrics_port: int
+
+    @property
+    def module(self) -> str:
+        return f"services.{self.name}"
+
+    @property
+    def env_prefix(self) -> str:
+        return f"CITETRACE_{self.name.upper()}_"
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+# Start order: stores first, then the services that call them.
+SERVICES: tuple[ServiceInfo, ...] = (
+    ServiceInfo("retrieval", "citetrace.retrieval.v1.RetrievalService", 50052, 9152),
+    ServiceInfo("scheduler_gateway", "citetrace.scheduler_gateway.v1.SchedulerGatewayService", 50053, 9153),
+    ServiceInfo("generation", "citetrace.generation.v1.GenerationService", 50054, 9154),
+    ServiceInfo("citation_validator", "citetrace.citation_validator.v1.CitationValidatorService", 50055, 9155),
+    ServiceInfo("trace", "citetrace.trace.v1.TraceService", 50056, 9156),
+    ServiceInfo("orchestrator", "citetrace.orchestrator.v1.OrchestratorService", 50051, 9151),
+)
+
+BY_NAME = {info.name: info for info in SERVICES}

@@ -1,0 +1,84 @@
+"""OpenTelemetry set-up (before the server starts) and the one way to time a pipeline stage:
+`with stage("retrieval", "retrieval.search", hits=3):` opens a span named after the stage and
+records its duration in citetrace_stage_duration_seconds{service,stage}."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanProcessor
+
+from citetrace.kit.metrics import STAGE_DURATION
+
+_lock = threading.Lock()
+_provider: TracerProvider | None = None
+
+
+def setup_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
+    """Installs the process-wide tracer provider once. Exports over OTLP/gRPC when
+    OTEL_EXPORTER_OTLP_ENDPOINT is set; an explicit exporter (tests) is added as well."""
+    global _provider
+    with _lock:
+        if _provider is None:
+            resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+            _provider = TracerProvider(resource=resource)
+            if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+                _provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            trace.set_tracer_provider(_provider)
+        if exporter is not None:
+            add_span_processor(BatchSpanProcessor(exporter))
+        return _provider
+
+
+def add_span_processor(processor: SpanProcessor) -> None:
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, TracerProvider):
+        provider.add_span_processor(processor)
+
+
+def flush_telemetry(timeout_ms: int = 5000) -> None:
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, TracerProvider):
+        provider.force_flush(timeout_ms)
+
+
+def tracer(name: str = "citetrace") -> trace.Tracer:
+    return trace.get_tracer(name)
+
+
+@contextlib.contextmanager
+def stage(service: str, name: str, **attributes: object) -> Iterator[trace.Span]:
+    """A span per stage plus its latency histogram. Attributes must never carry question or
+    passage text: pass counts, IDs, outcomes and reasons only."""
+    started = time.perf_counter()
+    with tracer(f"citetrace.{service}").start_as_current_span(name) as span:
+        for key, value in attributes.items():
+            if value is not None:
+                span.set_attribute(f"citetrace.{key}", _attribute(value))
+        try:
+            yield span
+        finally:
+            STAGE_DURATION.labels(service=service, stage=name).observe(time.perf_counter() - started)
+
+
+def _attribute(value: object) -> str | int | float | bool | list:
+    if isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return str(value)
+
+
+def current_trace_id() -> str:
+    """The current OpenTelemetry trace ID as 32 lowercase hex ("" outside a span)."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else ""

@@ -1,0 +1,1 @@
+"""citation_validator: Checks every cited claim before it leaves."""

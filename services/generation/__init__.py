@@ -1,0 +1,1 @@
+"""generation: Answers worded only from the labelled passages given."""

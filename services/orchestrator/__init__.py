@@ -1,0 +1,1 @@
+"""orchestrator: Splits a question into parts by authority and returns one traced answer."""

@@ -1,0 +1,1 @@
+"""retrieval: Versioned policy knowledge: ingestion, hybrid search, exact passages."""

@@ -1,0 +1,1 @@
+"""scheduler_gateway: Live availability from the scheduling system of record."""

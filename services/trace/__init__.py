@@ -1,0 +1,1 @@
+"""trace: The append-only evidence record of every answer."""

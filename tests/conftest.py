@@ -1,0 +1,54 @@
+"""Fixtures shared by every test: key material for tokens and a real PostgreSQL when configured."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from citetrace.kit.testing import test_auth_settings, token_metadata
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+POSTGRES_URL = os.environ.get(
+    "CITETRACE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:55432/postgres"
+)
+
+
+@pytest.fixture(scope="session")
+def auth():
+    return test_auth_settings()
+
+
+@pytest.fixture(scope="session")
+def metadata_for(auth):
+    """metadata_for("tenant-a", roles=("patient",)) -> call metadata with a valid bearer token."""
+
+    def make(tenant: str, roles=("patient",), locations=(), subject="test-user"):
+        return token_metadata(auth, tenant, roles, locations, subject)
+
+    return make
+
+
+@pytest.fixture
+def postgres_url():
+    """A fresh, empty PostgreSQL database for one test; dropped afterwards. Started by
+    `make postgres-up` (make test does it). Missing PostgreSQL fails under CI, skips elsewhere."""
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    admin = sqlalchemy.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    except sqlalchemy.exc.OperationalError as exc:
+        admin.dispose()
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL not reachable at {POSTGRES_URL}: {exc}")
+        pytest.skip("PostgreSQL not running (make postgres-up)")
+    url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()

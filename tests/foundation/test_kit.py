@@ -1,0 +1,65 @@
+"""Settings validation, token verification and error mapping of the service kit."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from citetrace.kit.auth import AuthSettings, TokenVerifier, bearer_metadata, mint_token
+from citetrace.kit.errors import Unauthenticated
+from citetrace.kit.settings import ServerSettings, SettingsError, load_settings
+
+
+@dataclasses.dataclass(frozen=True)
+class Example(ServerSettings):
+    data_dir: Path = Path(".citetrace")
+    targets: tuple[str, ...] = ()
+    enabled: bool = False
+    url: str | None = None
+
+
+def test_settings_read_typed_values_with_prefix():
+    env = {"X_PORT": "123", "X_DATA_DIR": "/tmp/d", "X_TARGETS": "a, b", "X_ENABLED": "yes", "OTHER": "1"}
+    settings = load_settings(Example, "X_", env)
+    assert settings == Example(port=123, data_dir=Path("/tmp/d"), targets=("a", "b"), enabled=True)
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"X_PORT": "abc"}, "X_PORT='abc'"),
+        ({"X_PORT": "70000"}, "port 70000 out of range"),
+        ({"X_ENABLED": "maybe"}, "X_ENABLED"),
+        ({"X_PROT": "1"}, "unknown setting(s) X_PROT"),
+    ],
+)
+def test_bad_settings_fail_at_start_up_naming_the_variable(env, fragment):
+    with pytest.raises(SettingsError) as caught:
+        load_settings(Example, "X_", env)
+    assert fragment in str(caught.value)
+
+
+def test_auth_settings_require_a_key():
+    with pytest.raises(SettingsError, match="no token key configured"):
+        load_settings(AuthSettings, "CITETRACE_AUTH_", {})
+    with pytest.raises(SettingsError, match="at least 32"):
+        AuthSettings(hs256_secret="short")
+
+
+def test_token_round_trip_and_expiry(auth):
+    token = mint_token(auth, tenant_id="t1", subject="u1", roles=["staff", "patient"], location_ids=["loc-1"])
+    principal, raw = TokenVerifier(auth).verify_metadata(bearer_metadata(token))
+    assert (principal.tenant_id, principal.subject, principal.roles, principal.location_ids) == (
+        "t1", "u1", ("patient", "staff"), ("loc-1",))
+    assert raw == token
+    expired = mint_token(auth, tenant_id="t1", subject="u1", ttl_seconds=10, now=1_000_000)
+    with pytest.raises(Unauthenticated) as caught:
+        TokenVerifier(auth).verify(expired)
+    assert caught.value.reason == "TOKEN_EXPIRED"
+
+
+def test_malformed_authorization_metadata_is_rejected(auth):
+    with pytest.raises(Unauthenticated) as caught:
+        TokenVerifier(auth).verify_metadata([("authorization", "Basic abc")])
+    assert caught.value.reason == "TOKEN_MALFORMED"

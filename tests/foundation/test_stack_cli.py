@@ -1,0 +1,64 @@
+"""`citetrace up` end to end: six real processes SERVING, reflection, SIGTERM, nothing left."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+from citetrace.cli.common import read_state
+from citetrace.cli.stack import _alive
+from citetrace.kit.stack import SERVICES
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+pytestmark = pytest.mark.slow
+
+
+def _citetrace(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "citetrace.cli.main", *args], capture_output=True, text=True,
+                          timeout=240, **kwargs)
+
+
+def _list_services(address: str) -> set[str]:
+    with grpc.insecure_channel(address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        replies = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
+        return {svc.name for reply in replies for svc in reply.list_services_response.service}
+
+
+def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
+    offset = random.randint(200, 900)
+    data_dir = tmp_path / "stack"
+    up = subprocess.Popen(
+        [sys.executable, "-m", "citetrace.cli.main", "up", "--data-dir", str(data_dir), "--port-offset", str(offset)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        lines = []
+        while time.monotonic() < deadline:
+            line = up.stdout.readline()
+            lines.append(line)
+            if "all SERVING" in line or up.poll() is not None:
+                break
+        assert any("all SERVING" in line for line in lines), "".join(lines)
+        status = _citetrace("status", "--data-dir", str(data_dir))
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert status.stdout.count("SERVING") == 6
+        state = read_state(data_dir)["services"]
+        pids = [entry["pid"] for entry in state.values()]
+        for info in SERVICES:
+            assert info.full_name in _list_services(f"127.0.0.1:{state[info.name]['port']}")
+        up.send_signal(signal.SIGTERM)
+        assert up.wait(timeout=60) == 0
+        assert not any(_alive(pid) for pid in pids)
+        after = _citetrace("status", "--data-dir", str(data_dir))
+        assert after.returncode == 1 and "unreachable" in after.stdout
+    finally:
+        if up.poll() is None:
+            up.kill()
+
