@@ -11,6 +11,8 @@ export PGPORT ?= 55432
 export CITETRACE_TEST_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:$(PGPORT)/postgres
 
 -include deploy/opensearch-local/opensearch.mk
+# Each area adds its own targets (bench-*, eval, check-deploy, ...) in a fragment here.
+-include deploy/make/*.mk
 
 .PHONY: help setup up down status demo test test-fast lint proto proto-check postgres-up postgres-down clean
 

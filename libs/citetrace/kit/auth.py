@@ -137,5 +137,21 @@ def mint_token(
     return jwt.encode(claims, settings.hs256_secret, algorithm="HS256")
 
 
+_service_tokens: dict[tuple[str, str], tuple[str, float]] = {}
+
+
+def service_token(settings: AuthSettings, tenant_id: str, service_name: str, ttl_seconds: int = 300) -> str:
+    """A short-lived token with role `service` for internal calls on behalf of a tenant (e.g. the
+    orchestrator recording a trace). Cached until a minute before it expires."""
+    key = (tenant_id, service_name)
+    cached = _service_tokens.get(key)
+    if cached and cached[1] - time.time() > 60:
+        return cached[0]
+    token = mint_token(settings, tenant_id=tenant_id, subject=f"service:{service_name}", roles=[ROLE_SERVICE],
+                       ttl_seconds=ttl_seconds)
+    _service_tokens[key] = (token, time.time() + ttl_seconds)
+    return token
+
+
 def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
     return ((AUTHORIZATION, f"Bearer {token}"),)
