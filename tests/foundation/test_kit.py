@@ -63,3 +63,14 @@ def test_malformed_authorization_metadata_is_rejected(auth):
     with pytest.raises(Unauthenticated) as caught:
         TokenVerifier(auth).verify_metadata([("authorization", "Basic abc")])
     assert caught.value.reason == "TOKEN_MALFORMED"
+
+
+def test_downstream_deadline_never_outlives_the_incoming_call():
+    from citetrace.kit.clients import DEFAULT_TIMEOUT_SECONDS, effective_timeout
+    from citetrace.kit.context import call_context
+
+    assert effective_timeout() == DEFAULT_TIMEOUT_SECONDS
+    with call_context(None, None, timeout=0.5):
+        assert 0.3 < effective_timeout(10.0) <= 0.5
+    with call_context(None, None, timeout=-1):
+        assert effective_timeout(10.0) == 0.001
