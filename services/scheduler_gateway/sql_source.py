@@ -1,0 +1,227 @@
+"""SlotSource over the SQL system of record (SQLite or PostgreSQL through SQLAlchemy)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from services.scheduler_gateway import schema as s
+from services.scheduler_gateway.domain import (
+    BUSY,
+    CONFIRMED,
+    FREE,
+    SLOT_NO_LONGER_AVAILABLE,
+    SLOT_NOT_FOUND,
+    ConfirmOutcome,
+    LocationRecord,
+    SlotQuery,
+    SlotRecord,
+    TenantCatalog,
+)
+
+
+class SqlSlotSource:
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise RuntimeError("SqlSlotSource used before warm_up()")
+        return self._engine
+
+    def warm_up(self) -> None:
+        if self._engine is None:
+            engine = s.make_engine(self.database_url)
+            s.ensure_schema(engine)
+            self._engine = engine
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def catalog(self, tenant_id: str) -> TenantCatalog:
+        with self.engine.connect() as conn:
+            def ids(table, column):
+                return frozenset(conn.execute(select(column).where(table.c.tenant_id == tenant_id)).scalars())
+
+            return TenantCatalog(
+                specialties=ids(s.specialties, s.specialties.c.specialty_id),
+                location_ids=ids(s.locations, s.locations.c.location_id),
+                provider_ids=ids(s.providers, s.providers.c.provider_id),
+                appointment_types=ids(s.appointment_types, s.appointment_types.c.appointment_type_id),
+            )
+
+    def _slot_select(self):
+        sl, sc, lo, cl, pr = s.slots, s.schedules, s.locations, s.clinics, s.providers
+        return (
+            select(
+                sl.c.slot_id, sl.c.version, lo.c.location_id, lo.c.name.label("location_name"),
+                cl.c.name.label("clinic_name"), lo.c.time_zone, sc.c.provider_id,
+                pr.c.name.label("provider_name"), sl.c.specialty_id, sl.c.appointment_type_id,
+                sl.c.start_time, sl.c.end_time, sl.c.status,
+            )
+            .select_from(sl)
+            .join(sc, and_(sc.c.tenant_id == sl.c.tenant_id, sc.c.schedule_id == sl.c.schedule_id))
+            .join(lo, and_(lo.c.tenant_id == sc.c.tenant_id, lo.c.location_id == sc.c.location_id))
+            .join(cl, and_(cl.c.tenant_id == lo.c.tenant_id, cl.c.clinic_id == lo.c.clinic_id))
+            .outerjoin(pr, and_(pr.c.tenant_id == sc.c.tenant_id, pr.c.provider_id == sc.c.provider_id))
+        )
+
+    def find_free_slots(self, query: SlotQuery) -> list[SlotRecord]:
+        sl, sc = s.slots, s.schedules
+        stmt = self._slot_select().where(
+            sl.c.tenant_id == query.tenant_id,
+            sl.c.specialty_id == query.specialty,
+            sl.c.status == FREE,
+            sl.c.start_time >= query.start,
+            sl.c.start_time < query.end,
+            sl.c.start_time > query.after,
+        )
+        if query.location_ids is not None:
+            if not query.location_ids:
+                return []
+            stmt = stmt.where(sc.c.location_id.in_(sorted(query.location_ids)))
+        if query.provider_id:
+            stmt = stmt.where(sc.c.provider_id == query.provider_id)
+        if query.appointment_type:
+            stmt = stmt.where(sl.c.appointment_type_id == query.appointment_type)
+        if query.cursor is not None:
+            start, slot_id = query.cursor
+            stmt = stmt.where(or_(sl.c.start_time > start, and_(sl.c.start_time == start, sl.c.slot_id > slot_id)))
+        stmt = stmt.order_by(sl.c.start_time, sl.c.slot_id).limit(query.limit)
+        with self.engine.connect() as conn:
+            return [_slot(row) for row in conn.execute(stmt)]
+
+    def list_locations(
+        self, tenant_id: str, location_ids: frozenset[str] | None, after_id: str | None, limit: int
+    ) -> Sequence[LocationRecord]:
+        lo, cl = s.locations, s.clinics
+        stmt = (
+            select(lo.c.location_id, lo.c.name, cl.c.name.label("clinic_name"), lo.c.time_zone, lo.c.aliases)
+            .join(cl, and_(cl.c.tenant_id == lo.c.tenant_id, cl.c.clinic_id == lo.c.clinic_id))
+            .where(lo.c.tenant_id == tenant_id)
+            .order_by(lo.c.location_id)
+            .limit(limit)
+        )
+        if location_ids is not None:
+            if not location_ids:
+                return []
+            stmt = stmt.where(lo.c.location_id.in_(sorted(location_ids)))
+        if after_id:
+            stmt = stmt.where(lo.c.location_id > after_id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+            ids = [row.location_id for row in rows]
+            specs = _grouped(conn, s.location_specialties, s.location_specialties.c.specialty_id, tenant_id, ids)
+            types = _grouped(
+                conn, s.location_appointment_types, s.location_appointment_types.c.appointment_type_id, tenant_id, ids
+            )
+        return [
+            LocationRecord(
+                location_id=row.location_id,
+                name=row.name,
+                clinic_name=row.clinic_name,
+                time_zone=row.time_zone,
+                specialties=tuple(specs.get(row.location_id, ())),
+                appointment_types=tuple(types.get(row.location_id, ())),
+                aliases=tuple(row.aliases or ()),
+            )
+            for row in rows
+        ]
+
+    # -- the one write ---------------------------------------------------------------------------
+
+    def confirm(
+        self,
+        tenant_id: str,
+        location_ids: frozenset[str] | None,
+        slot_id: str,
+        expected_version: int,
+        patient_ref: str,
+        now: dt.datetime,
+    ) -> ConfirmOutcome:
+        sl, sc = s.slots, s.schedules
+        in_scope = select(sc.c.schedule_id).where(sc.c.tenant_id == tenant_id)
+        if location_ids is not None:
+            in_scope = in_scope.where(sc.c.location_id.in_(sorted(location_ids)))
+        scoped = and_(sl.c.tenant_id == tenant_id, sl.c.slot_id == slot_id, sl.c.schedule_id.in_(in_scope))
+        # The compare-and-set is the first statement of the transaction: on PostgreSQL a concurrent
+        # updater waits for the row lock and then re-evaluates the WHERE clause against the new row
+        # (0 rows); on SQLite BEGIN IMMEDIATE serializes writers.
+        claim = (
+            update(sl)
+            .where(scoped, sl.c.version == expected_version, sl.c.status == FREE, sl.c.start_time > now)
+            .values(status=BUSY, version=sl.c.version + 1, updated_at=now)
+        )
+        appointment_id = f"appt-{uuid.uuid4().hex}"
+        try:
+            with self.engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
+                won = conn.execute(claim).rowcount == 1
+                if won:
+                    conn.execute(
+                        s.appointments.insert().values(
+                            tenant_id=tenant_id, appointment_id=appointment_id, slot_id=slot_id,
+                            patient_ref=patient_ref, status="booked", created_at=now,
+                        )
+                    )
+                row = conn.execute(self._slot_select().where(scoped)).first()
+        except IntegrityError:
+            # Only reachable if the slot was booked outside the version protocol: still no double booking.
+            won, row = False, None
+            with self.engine.connect() as conn:
+                row = conn.execute(self._slot_select().where(scoped)).first()
+        if row is None:
+            return ConfirmOutcome(SLOT_NOT_FOUND)
+        if won:
+            return ConfirmOutcome(CONFIRMED, _slot(row), appointment_id)
+        return ConfirmOutcome(SLOT_NO_LONGER_AVAILABLE, _slot(row))
+
+    def count_appointments(self, tenant_id: str, slot_id: str) -> int:
+        """For operators and tests: bookings of one slot (never more than one)."""
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(func.count()).select_from(s.appointments).where(
+                    s.appointments.c.tenant_id == tenant_id, s.appointments.c.slot_id == slot_id
+                )
+            ).scalar_one()
+
+
+def _grouped(conn, table, column, tenant_id: str, location_ids: list[str]) -> dict[str, list[str]]:
+    if not location_ids:
+        return {}
+    out: dict[str, list[str]] = {}
+    rows = conn.execute(
+        select(table.c.location_id, column)
+        .where(table.c.tenant_id == tenant_id, table.c.location_id.in_(location_ids))
+        .order_by(table.c.location_id, column)
+    )
+    for location_id, value in rows:
+        out.setdefault(location_id, []).append(value)
+    return out
+
+
+def _slot(row) -> SlotRecord:
+    return SlotRecord(
+        slot_id=row.slot_id,
+        version=int(row.version),
+        location_id=row.location_id,
+        location_name=row.location_name,
+        clinic_name=row.clinic_name,
+        time_zone=row.time_zone,
+        provider_id=row.provider_id or "",
+        provider_name=row.provider_name or "",
+        specialty=row.specialty_id,
+        appointment_type=row.appointment_type_id,
+        start=row.start_time,
+        end=row.end_time,
+        status=row.status,
+    )
