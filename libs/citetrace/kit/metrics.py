@@ -1,16 +1,46 @@
 """Prometheus metrics with small, fixed label sets (DESIGN.md §7). Defined once per process so
-several in-process services (tests, benchmarks) share one registry without duplicates."""
+several in-process services (tests, benchmarks) share one registry without duplicates.
+
+Who increments what (every metric is documented in the README's SRE section):
+- kit (every service): citetrace_stage_duration_seconds (via telemetry.stage), the gRPC server
+  metrics, citetrace_build_info, and citetrace_scope_violations_blocked_total for any DomainError
+  whose reason ends in SCOPE_VIOLATION.
+- orchestrator: citetrace_answers_total{outcome} once per answer part, citetrace_passages_offered
+  per policy part, citetrace_trace_outbox_pending.
+- citation_validator: citetrace_citation_failures_total{reason} per failed check (use
+  record_citation_failure, which also feeds the digest and scope counters).
+- retrieval: citetrace_retrieval_empty_total per Search with no eligible passage,
+  citetrace_digest_failures_total{service,kind} when a stored text no longer matches its digest.
+- scheduler_gateway: citetrace_slot_read_age_seconds per slot read (now - as_of).
+- trace: citetrace_digest_failures_total{service="trace",kind="trace_chain"} when a chain check fails.
+"""
 
 from __future__ import annotations
 
 import threading
+from importlib import metadata
 
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 # 1 ms .. 10 s, dense enough to tell a 3 ms stage from a 9 ms one.
 LATENCY_BUCKETS = (
     0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075,
     0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0,
+)
+# Freshness of availability data: 100 ms .. 1 day.
+FRESHNESS_BUCKETS = (0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0, 1800.0, 3600.0, 21600.0, 86400.0)
+
+# The values a label may take where the set is closed (docs, dashboards and tests read these).
+DIGEST_FAILURE_KINDS = ("passage_span", "version_text", "trace_chain")
+# DESIGN.md §5 and §3: the named validation reasons and the part outcomes.
+CITATION_FAILURE_REASONS = (
+    "CITATION_GAP", "CITATION_UNKNOWN", "DUPLICATE_CLAIM_ID", "DUPLICATE_PASSAGE_ID", "DANGLING_EVIDENCE_REF",
+    "VERSION_MISMATCH", "SPAN_DIGEST_MISMATCH", "LOCATOR_MISMATCH", "STALE_VERSION", "AUTHORITY_MISMATCH",
+    "SCOPE_VIOLATION", "UNSUPPORTED",
+)
+ANSWER_OUTCOMES = (
+    "ANSWERED", "PARTIALLY_ANSWERED", "ABSTAINED_NO_EVIDENCE", "SOURCE_UNAVAILABLE", "OUT_OF_SCOPE",
+    "NEEDS_CLARIFICATION", "CONFLICT", "UNRESOLVED",
 )
 
 STAGE_DURATION = Histogram(
@@ -40,9 +70,83 @@ PASSAGES_OFFERED = Histogram(
     "Passages offered to the generator per part.",
     buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20),
 )
+DIGEST_FAILURES = Counter(
+    "citetrace_digest_failures_total",
+    "Stored text or records whose recomputed sha256 no longer matches the recorded digest.",
+    ["service", "kind"],
+)
+SCOPE_VIOLATIONS_BLOCKED = Counter(
+    "citetrace_scope_violations_blocked_total",
+    "Requests or citations refused because they reached outside the caller's tenant, roles or locations.",
+    ["service"],
+)
+SLOT_READ_AGE = Histogram(
+    "citetrace_slot_read_age_seconds",
+    "Age of availability data when it is read (request time minus the slot source's as_of).",
+    ["service"],
+    buckets=FRESHNESS_BUCKETS,
+)
+TRACE_OUTBOX_PENDING = Gauge(
+    "citetrace_trace_outbox_pending",
+    "Trace records waiting in the durable local outbox for the trace service.",
+    ["service"],
+)
+BUILD_INFO = Gauge(
+    "citetrace_build_info", "Always 1 while the service runs; labels name the build.", ["service", "version"]
+)
 
 _started: dict[int, int] = {}
 _lock = threading.Lock()
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("citetrace")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def init_service_metrics(service: str) -> None:
+    """Called by the kit when a service starts: the build info, and the zero series of the
+    counters this service owns, so rates and `increase()` work from the first scrape."""
+    BUILD_INFO.labels(service=service, version=package_version()).set(1)
+    SCOPE_VIOLATIONS_BLOCKED.labels(service=service)
+    if service == "orchestrator":
+        for outcome in ANSWER_OUTCOMES:
+            ANSWERS.labels(outcome=outcome)
+        TRACE_OUTBOX_PENDING.labels(service=service).set(0)
+    elif service == "citation_validator":
+        for reason in CITATION_FAILURE_REASONS:
+            CITATION_FAILURES.labels(reason=reason)
+        DIGEST_FAILURES.labels(service=service, kind="passage_span")
+    elif service == "retrieval":
+        DIGEST_FAILURES.labels(service=service, kind="version_text")
+    elif service == "trace":
+        DIGEST_FAILURES.labels(service=service, kind="trace_chain")
+
+
+def scope_violation_blocked(service: str) -> None:
+    SCOPE_VIOLATIONS_BLOCKED.labels(service=service).inc()
+
+
+def record_citation_failure(reason: str, service: str = "citation_validator") -> None:
+    """One failed citation check: counted by reason; digest and scope failures also feed their
+    own counters so the digest and scope alerts need no knowledge of validation reasons."""
+    CITATION_FAILURES.labels(reason=reason).inc()
+    if reason == "SPAN_DIGEST_MISMATCH":
+        DIGEST_FAILURES.labels(service=service, kind="passage_span").inc()
+    elif reason == "SCOPE_VIOLATION":
+        scope_violation_blocked(service)
+
+
+def record_digest_failure(service: str, kind: str) -> None:
+    if kind not in DIGEST_FAILURE_KINDS:
+        raise ValueError(f"digest failure kind {kind!r} not in {DIGEST_FAILURE_KINDS}")
+    DIGEST_FAILURES.labels(service=service, kind=kind).inc()
+
+
+def record_slot_read_age(age_seconds: float, service: str = "scheduler_gateway") -> None:
+    SLOT_READ_AGE.labels(service=service).observe(max(age_seconds, 0.0))
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> int:

@@ -24,7 +24,13 @@ from opentelemetry.instrumentation.grpc import server_interceptor as otel_server
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, TokenVerifier
 from citetrace.kit.context import call_context
 from citetrace.kit.errors import Code, DomainError
-from citetrace.kit.metrics import GRPC_SERVER_DURATION, GRPC_SERVER_HANDLED, serve_metrics
+from citetrace.kit.metrics import (
+    GRPC_SERVER_DURATION,
+    GRPC_SERVER_HANDLED,
+    init_service_metrics,
+    scope_violation_blocked,
+    serve_metrics,
+)
 from citetrace.kit.settings import ServerSettings, load_settings
 from citetrace.kit.telemetry import flush_telemetry, setup_tracing
 
@@ -77,6 +83,8 @@ class KitInterceptor(grpc.ServerInterceptor):
                     return behavior(request, context)
             except DomainError as err:
                 code_name = err.code.value
+                if err.reason.endswith("SCOPE_VIOLATION"):
+                    scope_violation_blocked(self._service)
                 failure = error_status(self._domain, err.code, err.reason, err.message, err.metadata)
             except Exception:  # a bug: report INTERNAL without leaking internals
                 log.exception("unhandled error in %s", method)
@@ -133,6 +141,7 @@ class ServiceRunner:
             raise RuntimeError(f"{self.spec.name}: could not bind {self.settings.host}:{self.settings.port}")
         server.start()
         self._server = server
+        init_service_metrics(self.spec.name)
         self.metrics_port = serve_metrics(self.settings.metrics_port, self.settings.host)
         return self.port
 

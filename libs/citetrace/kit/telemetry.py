@@ -5,6 +5,8 @@ records its duration in citetrace_stage_duration_seconds{service,stage}."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import os
 import threading
 import time
@@ -15,10 +17,21 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanProcessor
 
-from citetrace.kit.metrics import STAGE_DURATION
+from citetrace.kit.metrics import STAGE_DURATION, package_version
+
+log = logging.getLogger("citetrace.telemetry")
 
 _lock = threading.Lock()
 _provider: TracerProvider | None = None
+
+# Attribute names that would carry user or source text: never exported (DESIGN §7, issue 9).
+FORBIDDEN_ATTRIBUTES = frozenset({
+    "question", "query", "query_text", "normalized_query", "text", "passage_text", "content",
+    "answer", "answer_text", "prompt", "claim_text", "message",
+})
+# Attribute names whose values are tenant IDs: exported as a pseudonymous reference.
+TENANT_ATTRIBUTES = frozenset({"tenant", "tenant_id"})
+_warned: set[str] = set()
 
 
 def setup_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
@@ -27,7 +40,11 @@ def setup_tracing(service_name: str, exporter: SpanExporter | None = None) -> Tr
     global _provider
     with _lock:
         if _provider is None:
-            resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+            resource = Resource.create({
+                "service.name": os.environ.get("OTEL_SERVICE_NAME", service_name),
+                "service.namespace": "citetrace",
+                "service.version": package_version(),
+            })
             _provider = TracerProvider(resource=resource)
             if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
                 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -58,16 +75,37 @@ def tracer(name: str = "citetrace") -> trace.Tracer:
 @contextlib.contextmanager
 def stage(service: str, name: str, **attributes: object) -> Iterator[trace.Span]:
     """A span per stage plus its latency histogram. Attributes must never carry question or
-    passage text: pass counts, IDs, outcomes and reasons only."""
+    passage text: pass counts, IDs, outcomes and reasons only (names in FORBIDDEN_ATTRIBUTES are
+    dropped); a `tenant`/`tenant_id` attribute is exported as tenant_ref(value)."""
     started = time.perf_counter()
     with tracer(f"citetrace.{service}").start_as_current_span(name) as span:
-        for key, value in attributes.items():
-            if value is not None:
-                span.set_attribute(f"citetrace.{key}", _attribute(value))
+        set_attributes(span, **attributes)
         try:
             yield span
         finally:
             STAGE_DURATION.labels(service=service, stage=name).observe(time.perf_counter() - started)
+
+
+def set_attributes(span: trace.Span, **attributes: object) -> None:
+    """Sets citetrace.<key> attributes with the same rules as stage() (use it for values known
+    only at the end of a stage, e.g. hit counts or the outcome)."""
+    for key, value in attributes.items():
+        if value is None:
+            continue
+        if key in FORBIDDEN_ATTRIBUTES:
+            if key not in _warned:
+                _warned.add(key)
+                log.warning("span attribute %r dropped: spans never carry question or passage text", key)
+            continue
+        if key in TENANT_ATTRIBUTES:
+            span.set_attribute("citetrace.tenant", tenant_ref(str(value)))
+            continue
+        span.set_attribute(f"citetrace.{key}", _attribute(value))
+
+
+def tenant_ref(tenant_id: str) -> str:
+    """A stable pseudonymous tenant reference for spans and logs: "t-" + 12 hex of sha256."""
+    return "t-" + hashlib.sha256(tenant_id.encode()).hexdigest()[:12]
 
 
 def _attribute(value: object) -> str | int | float | bool | list:
