@@ -1,0 +1,146 @@
+"""Generation core (no grpc): the request/response domain, the context budget, the backend
+interface and the claim-type inference shared by the backends."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+from citetrace import claimtext
+
+CLAIM_TYPES = (
+    "ARRIVAL_RULE", "PREPARATION_RULE", "CANCELLATION_TERM", "RESCHEDULING_TERM",
+    "PROVIDER_DESCRIPTION", "SCHEDULING_RULE", "GENERAL_POLICY", "NON_FACTUAL",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class OfferedPassage:
+    label: str
+    passage_id: str
+    text: str
+    source_class: str = ""
+    heading_context: str = ""
+    title: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Feedback:
+    """The validator's verdict on one claim of an earlier attempt."""
+
+    claim_id: str
+    reasons: tuple[str, ...] = ()  # FailureReason names without prefix, e.g. "CITATION_UNKNOWN"
+    support: str = ""  # SUPPORTED | UNSUPPORTED | UNRESOLVED | ""
+    message: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationRequest:
+    question: str
+    intent: str  # Intent name without prefix, e.g. "ARRIVAL_PREPARATION"
+    passages: tuple[OfferedPassage, ...]  # rank order
+    feedback: tuple[Feedback, ...] = ()
+    attempt: int = 1
+
+
+@dataclasses.dataclass
+class Claim:
+    claim_id: str
+    text: str
+    evidence_labels: list[str]
+    claim_type: str
+
+
+@dataclasses.dataclass
+class Generated:
+    claims: list[Claim]
+    model_id: str
+    prompt_version: str
+    settings: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    claims: list[Claim]
+    backend: str
+    model_id: str
+    prompt_version: str
+    settings: dict[str, str]
+    labels_offered: list[str]
+    passages_offered: int
+    chars_offered: int
+    passages_used: int
+    chars_used: int
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, request: GenerationRequest) -> Generated:
+        """Claims from request.passages only (already cut to the budget). Raises
+        citetrace.kit.errors.Unavailable (retryable) on any failure: never a partial answer."""
+
+
+def apply_budget(passages: tuple[OfferedPassage, ...], max_passages: int, max_chars: int) -> tuple[OfferedPassage, ...]:
+    """The longest prefix of the ranked passages within both limits (rank order is kept; a
+    passage that does not fit ends the context: later, lower-ranked ones are not pulled ahead)."""
+    kept: list[OfferedPassage] = []
+    used = 0
+    for passage in passages:
+        if len(kept) >= max_passages or used + len(passage.text) > max_chars:
+            break
+        kept.append(passage)
+        used += len(passage.text)
+    return tuple(kept)
+
+
+def effective_budget(setting_passages: int, setting_chars: int, req_passages: int, req_chars: int) -> tuple[int, int]:
+    """A request's budget may tighten the configured one, never widen it."""
+    passages = min(setting_passages, req_passages) if req_passages > 0 else setting_passages
+    chars = min(setting_chars, req_chars) if req_chars > 0 else setting_chars
+    return passages, chars
+
+
+# Stems that say what kind of rule a sentence states (checked before the source class).
+_TYPE_CUES: dict[str, frozenset[str]] = {
+    "CANCELLATION_TERM": frozenset({"cancel", "no-show", "noshow", "show"}),
+    "RESCHEDULING_TERM": frozenset({"reschedul", "rebook", "postpon"}),
+    "ARRIVAL_RULE": frozenset({"arriv", "check", "early", "late", "checkin", "recept", "park", "entranc"}),
+    "PREPARATION_RULE": frozenset({"bring", "fast", "eat", "drink", "wear", "prepar", "remov", "metal", "medic",
+                                   "medicin", "jewelri", "water", "id", "insur", "referr", "form"}),
+    "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "wait", "open", "hour", "weekday"}),
+}
+_SOURCE_CLASS_TYPE = {
+    "provider_profile": "PROVIDER_DESCRIPTION",
+    "cancellation_policy": "CANCELLATION_TERM",
+    "preparation_instructions": "PREPARATION_RULE",
+    "scheduling_policy": "SCHEDULING_RULE",
+    "handbook": "GENERAL_POLICY",
+    "regulatory": "GENERAL_POLICY",
+}
+_INTENT_TYPE = {
+    "ARRIVAL_PREPARATION": "ARRIVAL_RULE",
+    "CANCELLATION_RESCHEDULING": "CANCELLATION_TERM",
+    "PROVIDER_INFORMATION": "PROVIDER_DESCRIPTION",
+    "AVAILABILITY": "SCHEDULING_RULE",
+}
+
+
+def infer_claim_type(text: str, source_class: str, intent: str) -> str:
+    """What a sentence establishes: its own wording first (a provider profile sentence about a
+    cancellation fee states a CANCELLATION_TERM), then the source class, then the intent."""
+    stems = claimtext.content_set(text)
+    hits = {kind: len(stems & cues) for kind, cues in _TYPE_CUES.items()}
+    best = max(hits.values())
+    if source_class == "provider_profile" and best <= 1 and not hits["CANCELLATION_TERM"] \
+            and not hits["RESCHEDULING_TERM"]:
+        return "PROVIDER_DESCRIPTION"
+    if best > 0:
+        winners = [kind for kind, n in hits.items() if n == best]
+        if len(winners) == 1:
+            return winners[0]
+        preferred = _INTENT_TYPE.get(intent)
+        if preferred in winners:
+            return preferred
+        return winners[0]
+    return _SOURCE_CLASS_TYPE.get(source_class) or _INTENT_TYPE.get(intent) or "GENERAL_POLICY"

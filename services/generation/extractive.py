@@ -1,0 +1,144 @@
+"""The extractive backend: deterministic, offline. It never writes new text — every claim is a
+unit (sentence with its qualifiers, list with its lead-in, table row with its header) of an
+offered passage, cited with the label(s) of the passage(s) containing it.
+
+Selection: units are scored by stemmed content-word overlap with the question (IDF-weighted over
+the offered units), plus intent cue words and the passage's heading context; instruction-like
+sentences ("ignore previous instructions ...") are data addressed to an assistant and are never
+answer material. Candidates get stable claim IDs c1..cm in score order, so validator feedback on
+any attempt names the same units: rejected units (and, for passage-level reasons, every unit of
+the rejected passage) are left out of the next attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from citetrace import claimtext
+
+from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
+
+PROMPT_VERSION = "extractive-v1"
+MODEL_ID = "citetrace-extractive-v1"
+
+# Words of a question that say nothing about its topic.
+_QUESTION_NOISE = frozenset(claimtext.stem(w) for w in (
+    "what", "when", "how", "where", "which", "who", "need", "do", "i", "my", "is", "there", "tell", "know",
+    "want", "would", "like", "anything", "thing", "question", "clinic", "appointment",
+))
+_INTENT_CUES: dict[str, frozenset[str]] = {
+    "ARRIVAL_PREPARATION": frozenset(claimtext.stem(w) for w in (
+        "arrive", "arrival", "early", "before", "minutes", "bring", "check", "prepare", "fast", "wear")),
+    "CANCELLATION_RESCHEDULING": frozenset(claimtext.stem(w) for w in (
+        "cancel", "cancellation", "reschedule", "fee", "notice", "hours", "charge", "change", "no-show")),
+    "PROVIDER_INFORMATION": frozenset(claimtext.stem(w) for w in (
+        "specialist", "cardiologist", "dermatologist", "physician", "doctor", "provider", "languages", "speaks",
+        "experience", "treats", "sees", "accepts")),
+    "AVAILABILITY": frozenset(claimtext.stem(w) for w in ("book", "booking", "walk-in", "open", "hours", "slot")),
+}
+# Validator reasons that condemn the passage, not just the sentence.
+_PASSAGE_REASONS = frozenset({
+    "VERSION_MISMATCH", "SPAN_DIGEST_MISMATCH", "LOCATOR_MISMATCH", "STALE_VERSION", "SCOPE_VIOLATION",
+    "DANGLING_EVIDENCE_REF", "DUPLICATE_PASSAGE_ID",
+})
+
+
+@dataclasses.dataclass
+class _Candidate:
+    text: str
+    labels: list[str]
+    source_class: str
+    score: float
+    rank: int  # best passage rank containing it
+    position: int
+
+
+class ExtractiveBackend:
+    name = "extractive"
+
+    def __init__(self, max_claims: int = 3, selection_ratio: float = 0.45) -> None:
+        self.max_claims = max_claims
+        self.selection_ratio = selection_ratio
+
+    def settings(self) -> dict[str, str]:
+        return {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio)}
+
+    def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
+        """Every answerable unit that touches the question, best first, with its stable claim ID."""
+        question = claimtext.content_set(request.question) - _QUESTION_NOISE
+        cues = _INTENT_CUES.get(request.intent, frozenset()) - question
+        merged: dict[str, _Candidate] = {}
+        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str]]] = []
+        for rank, passage in enumerate(request.passages):
+            # The passage around a unit (its heading, title and other sentences) is context:
+            # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
+            heading = claimtext.content_set(f"{passage.title} {passage.heading_context} {passage.text}")
+            for position, unit in enumerate(claimtext.units(passage.text)):
+                if claimtext.looks_like_instruction(unit.text) or claimtext.contains_link(unit.text):
+                    continue
+                if len(claimtext.content_stems(unit.text)) < 2:
+                    continue
+                key = unit.text.casefold()
+                if key in merged:  # the same wording in two offered passages: cite both
+                    if passage.label not in merged[key].labels:
+                        merged[key].labels.append(passage.label)
+                    continue
+                candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
+                merged[key] = candidate
+                unit_sets.append((candidate, claimtext.content_set(unit.text), heading))
+        if not unit_sets:
+            return []
+        df: dict[str, int] = {}
+        for _, stems, _ in unit_sets:
+            for s in stems:
+                df[s] = df.get(s, 0) + 1
+        n = len(unit_sets)
+
+        def idf(term: str) -> float:
+            return math.log(1.0 + n / df.get(term, 1))
+
+        for candidate, stems, heading in unit_sets:
+            direct = sum(idf(t) for t in question & stems)
+            cue = 0.5 * sum(idf(t) for t in cues & stems)
+            context = 0.4 * sum(idf(t) for t in (question - stems) & heading)
+            score = direct + cue + context
+            if direct == 0 and cue == 0:
+                score = 0.0  # a heading match alone does not make a sentence an answer
+            # Long units collect overlap by size alone: damp gently.
+            candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12))
+        ranked = sorted(
+            (c for c, _, _ in unit_sets if c.score > 0),
+            key=lambda c: (-round(c.score, 9), c.rank, c.position),
+        )
+        return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
+
+    def generate(self, request: GenerationRequest) -> Generated:
+        offered = {p.label: p for p in request.passages}
+        candidates = self.candidates(request)
+        by_id = dict(candidates)
+        excluded_ids: set[str] = set()
+        excluded_labels: set[str] = set()
+        for item in request.feedback:
+            if item.support == "SUPPORTED" and not item.reasons:
+                continue
+            excluded_ids.add(item.claim_id)
+            if set(item.reasons) & _PASSAGE_REASONS and item.claim_id in by_id:
+                excluded_labels.update(by_id[item.claim_id].labels)
+        claims: list[Claim] = []
+        top = None
+        for claim_id, candidate in candidates:
+            if claim_id in excluded_ids:
+                continue
+            labels = [label for label in candidate.labels if label in offered and label not in excluded_labels]
+            if not labels:
+                continue
+            if top is None:
+                top = candidate.score
+            elif candidate.score < self.selection_ratio * top:
+                break
+            claim_type = infer_claim_type(candidate.text, candidate.source_class, request.intent)
+            claims.append(Claim(claim_id, candidate.text, labels, claim_type))
+            if len(claims) >= self.max_claims:
+                break
+        return Generated(claims, MODEL_ID, PROMPT_VERSION, self.settings())
