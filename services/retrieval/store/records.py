@@ -1,0 +1,119 @@
+"""Plain records the core works with (no SQLAlchemy session attached), and the pure rules of
+identity, lifecycle and supersession (DESIGN.md §2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from datetime import datetime
+
+DRAFT, APPROVED, RETIRED = "draft", "approved", "retired"
+STATUSES = (DRAFT, APPROVED, RETIRED)
+# The only legal moves of SetVersionStatus (setting the current status again is a no-op).
+TRANSITIONS = {(DRAFT, APPROVED), (APPROVED, RETIRED)}
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def version_id_of(normalized_text: str) -> str:
+    return sha256_hex(normalized_text)
+
+
+def passage_id_of(tenant_id: str, document_id: str, version_id: str, start: int, end: int) -> str:
+    return sha256_hex(f"{tenant_id}:{document_id}:{version_id}:{start}:{end}")
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentRecord:
+    tenant_id: str
+    document_id: str
+    source_class: str
+    title: str
+    source_uri: str
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionRecord:
+    tenant_id: str
+    document_id: str
+    version_id: str
+    source_class: str
+    title: str
+    source_uri: str
+    status: str
+    valid_from: datetime
+    valid_to: datetime | None
+    roles: tuple[str, ...]
+    location_scope: tuple[str, ...]
+    intents: tuple[str, ...]
+    locale: str
+    extraction_version: str
+    ingested_at: datetime
+    text_length: int
+    superseded_by_version_id: str | None = None
+
+    @property
+    def never_effective(self) -> bool:
+        """An empty validity window (closed at its own start by a supersession)."""
+        return self.valid_to is not None and self.valid_to <= self.valid_from
+
+
+@dataclasses.dataclass(frozen=True)
+class PassageRecord:
+    passage_id: str
+    tenant_id: str
+    document_id: str
+    version_id: str
+    ordinal: int
+    start: int
+    end: int
+    content_sha256: str
+    source_anchor: str
+    heading_context: str
+    extraction_version: str
+    active: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredPassage:
+    """A passage with its exact text (a slice of the version text) and its version."""
+
+    passage: PassageRecord
+    text: str
+    version: VersionRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestOutcome:
+    version: VersionRecord
+    passages: list[PassageRecord]
+    created: bool
+    # Versions whose validity this one closed (see supersession_end).
+    superseded: list[VersionRecord]
+    # True when the version existed but was re-extracted with another chunker setting.
+    reextracted: bool = False
+
+
+def supersession_end(new: VersionRecord, other: VersionRecord) -> datetime | None:
+    """The supersession rule, applied when `new` becomes (or is ingested as) approved.
+
+    Another APPROVED version of the same document that started no later than `new` and is still
+    effective at new.valid_from (open-ended, or ending after it) is superseded: its valid_to
+    becomes new.valid_from and it records superseded_by = new. Its text, status and start are
+    never rewritten, so it stays readable and is still the effective version for an `as_of`
+    before new.valid_from. If both start at the same instant, the old window becomes empty
+    ([t, t)): the old version was never effective and is never eligible again.
+    A version that starts after `new` (a scheduled future version) is left alone.
+    Returns the new valid_to for `other`, or None when the rule does not apply.
+    """
+    if other.version_id == new.version_id or other.document_id != new.document_id:
+        return None
+    if other.status != APPROVED or new.status != APPROVED:
+        return None
+    if other.valid_from > new.valid_from:
+        return None
+    if other.valid_to is not None and other.valid_to <= new.valid_from:
+        return None
+    return new.valid_from

@@ -1,0 +1,381 @@
+"""The store of record (SQLAlchemy 2.0; SQLite by default, PostgreSQL supported).
+
+Every logical write is one transaction: a version and all its passages are stored together or
+not at all. Schema changes are alembic migrations (./migrations), applied by migrate() at
+service warm-up."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, select, tuple_
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from .models import DocumentRow, PassageRow, VersionRow
+from .records import (
+    APPROVED,
+    DocumentRecord,
+    IngestOutcome,
+    PassageRecord,
+    VersionRecord,
+    supersession_end,
+)
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class VersionConflict(Exception):
+    """The request contradicts what is stored (e.g. the same text under another document)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # noqa: ANN001
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def _version_record(row: VersionRow, source_class: str) -> VersionRecord:
+    return VersionRecord(
+        tenant_id=row.tenant_id,
+        document_id=row.document_id,
+        version_id=row.version_id,
+        source_class=source_class,
+        title=row.title,
+        source_uri=row.source_uri,
+        status=row.status,
+        valid_from=row.valid_from,
+        valid_to=row.valid_to,
+        roles=tuple(row.roles),
+        location_scope=tuple(row.location_scope),
+        intents=tuple(row.intents),
+        locale=row.locale,
+        extraction_version=row.extraction_version,
+        ingested_at=row.ingested_at,
+        text_length=row.text_length,
+        superseded_by_version_id=row.superseded_by_version_id,
+    )
+
+
+def _passage_record(row: PassageRow) -> PassageRecord:
+    return PassageRecord(
+        passage_id=row.passage_id,
+        tenant_id=row.tenant_id,
+        document_id=row.document_id,
+        version_id=row.version_id,
+        ordinal=row.ordinal,
+        start=row.start_offset,
+        end=row.end_offset,
+        content_sha256=row.content_sha256,
+        source_anchor=row.source_anchor,
+        heading_context=row.heading_context,
+        extraction_version=row.extraction_version,
+        active=row.active,
+    )
+
+
+def encode_page_token(ingested_at: datetime, version_id: str) -> str:
+    raw = json.dumps({"t": ingested_at.isoformat(), "v": version_id}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> tuple[datetime, str]:
+    """Raises ValueError on a token this store did not issue."""
+    padded = token + "=" * (-len(token) % 4)
+    data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    return datetime.fromisoformat(data["t"]), str(data["v"])
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def migrate(self) -> None:
+        """Brings the schema to the newest migration (idempotent)."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _session(self) -> Session:
+        return self._sessions()
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def tenant_exists(self, tenant_id: str) -> bool:
+        with self._session() as s:
+            return s.scalar(select(DocumentRow.document_id).where(DocumentRow.tenant_id == tenant_id).limit(1)) \
+                is not None
+
+    def _source_classes(self, s: Session, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        keys = list(set(keys))
+        out: dict[tuple[str, str], str] = {}
+        for i in range(0, len(keys), 400):
+            chunk = keys[i:i + 400]
+            rows = s.execute(select(DocumentRow.tenant_id, DocumentRow.document_id, DocumentRow.source_class)
+                             .where(tuple_(DocumentRow.tenant_id, DocumentRow.document_id).in_(chunk)))
+            out.update({(t, d): c for t, d, c in rows})
+        return out
+
+    def get_version(self, tenant_id: str, version_id: str) -> VersionRecord | None:
+        with self._session() as s:
+            row = s.get(VersionRow, (tenant_id, version_id))
+            if row is None:
+                return None
+            doc = s.get(DocumentRow, (tenant_id, row.document_id))
+            return _version_record(row, doc.source_class)
+
+    def get_version_text(self, tenant_id: str, version_id: str) -> str | None:
+        with self._session() as s:
+            return s.scalar(select(VersionRow.text).where(VersionRow.tenant_id == tenant_id,
+                                                          VersionRow.version_id == version_id))
+
+    def get_passages(self, tenant_id: str, passage_ids: list[str]) -> dict[str, tuple[PassageRecord, str,
+                                                                                   VersionRecord]]:
+        """passage_id -> (passage, exact text, version), only for the tenant's passages."""
+        out: dict[str, tuple[PassageRecord, str, VersionRecord]] = {}
+        unique = list(dict.fromkeys(passage_ids))
+        with self._session() as s:
+            rows: list[PassageRow] = []
+            for i in range(0, len(unique), 400):
+                rows.extend(s.scalars(select(PassageRow).where(PassageRow.tenant_id == tenant_id,
+                                                               PassageRow.passage_id.in_(unique[i:i + 400]))))
+            versions = self._versions_with_text(s, tenant_id, {r.version_id for r in rows})
+            for r in rows:
+                version, text = versions[r.version_id]
+                out[r.passage_id] = (_passage_record(r), text[r.start_offset:r.end_offset], version)
+        return out
+
+    def _versions_with_text(self, s: Session, tenant_id: str, version_ids: set[str]) -> dict[str, tuple[
+            VersionRecord, str]]:
+        if not version_ids:
+            return {}
+        vrows = list(s.scalars(select(VersionRow).where(VersionRow.tenant_id == tenant_id,
+                                                        VersionRow.version_id.in_(list(version_ids)))))
+        classes = self._source_classes(s, [(v.tenant_id, v.document_id) for v in vrows])
+        return {v.version_id: (_version_record(v, classes[(v.tenant_id, v.document_id)]), v.text) for v in vrows}
+
+    def list_versions(self, tenant_id: str, *, document_id: str | None, status: str | None, limit: int,
+                      after: tuple[datetime, str] | None) -> list[VersionRecord]:
+        """Newest first (ingested_at desc, version_id desc), keyset-paged."""
+        with self._session() as s:
+            query = select(VersionRow).where(VersionRow.tenant_id == tenant_id)
+            if document_id:
+                query = query.where(VersionRow.document_id == document_id)
+            if status:
+                query = query.where(VersionRow.status == status)
+            if after is not None:
+                query = query.where(tuple_(VersionRow.ingested_at, VersionRow.version_id) < tuple_(*after))
+            query = query.order_by(VersionRow.ingested_at.desc(), VersionRow.version_id.desc()).limit(limit)
+            rows = list(s.scalars(query))
+            classes = self._source_classes(s, [(r.tenant_id, r.document_id) for r in rows])
+            return [_version_record(r, classes[(r.tenant_id, r.document_id)]) for r in rows]
+
+    def iter_indexable(self, batch: int = 2000) -> Iterator[tuple[VersionRecord, str, list[PassageRecord]]]:
+        """Every version (all tenants) with its text and its active passages, for rebuilding the
+        derived search index at warm-up."""
+        with self._session() as s:
+            keys = list(s.execute(select(VersionRow.tenant_id, VersionRow.version_id)
+                                  .order_by(VersionRow.tenant_id, VersionRow.version_id)))
+        for i in range(0, len(keys), batch):
+            chunk = [tuple(k) for k in keys[i:i + batch]]
+            with self._session() as s:
+                vrows = list(s.scalars(select(VersionRow).where(
+                    tuple_(VersionRow.tenant_id, VersionRow.version_id).in_(chunk))))
+                classes = self._source_classes(s, [(v.tenant_id, v.document_id) for v in vrows])
+                prows = list(s.scalars(select(PassageRow).where(
+                    tuple_(PassageRow.tenant_id, PassageRow.version_id).in_(chunk), PassageRow.active.is_(True))
+                    .order_by(PassageRow.ordinal)))
+                by_version: dict[tuple[str, str], list[PassageRecord]] = {}
+                for p in prows:
+                    by_version.setdefault((p.tenant_id, p.version_id), []).append(_passage_record(p))
+                for v in vrows:
+                    yield (_version_record(v, classes[(v.tenant_id, v.document_id)]), v.text,
+                           by_version.get((v.tenant_id, v.version_id), []))
+
+    def active_passages(self, tenant_id: str, version_id: str) -> list[PassageRecord]:
+        with self._session() as s:
+            rows = s.scalars(select(PassageRow).where(PassageRow.tenant_id == tenant_id,
+                                                      PassageRow.version_id == version_id,
+                                                      PassageRow.active.is_(True)).order_by(PassageRow.ordinal))
+            return [_passage_record(r) for r in rows]
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def ingest(self, document: DocumentRecord, version: VersionRecord, text: str,
+               passages: list[PassageRecord], now: datetime) -> IngestOutcome:
+        """Stores a version with its passages in one transaction; idempotent for the same text.
+        A concurrent identical ingest that wins the race makes this one report created=False."""
+        for attempt in range(2):
+            try:
+                return self._ingest_once(document, version, text, passages, now)
+            except IntegrityError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _ingest_once(self, document, version, text, passages, now) -> IngestOutcome:
+        with self._session() as s, s.begin():
+            doc = s.get(DocumentRow, (document.tenant_id, document.document_id))
+            if doc is not None and doc.source_class != document.source_class:
+                raise VersionConflict(
+                    "SOURCE_CLASS_CONFLICT",
+                    f"document {document.document_id!r} is stored with source_class {doc.source_class!r}, "
+                    f"not {document.source_class!r}; a document's source class never changes")
+            existing = s.get(VersionRow, (version.tenant_id, version.version_id))
+            if existing is not None:
+                if existing.document_id != version.document_id:
+                    raise VersionConflict(
+                        "VERSION_TEXT_CONFLICT",
+                        f"this exact text is already stored as version {existing.version_id} of document "
+                        f"{existing.document_id!r}; version ids are content digests, so identical text "
+                        "cannot be a version of two documents")
+                self._check_same_metadata(existing, version)
+                return self._existing(s, existing, doc, version, passages)
+            if doc is None:
+                doc = DocumentRow(tenant_id=document.tenant_id, document_id=document.document_id,
+                                  source_class=document.source_class, title=document.title,
+                                  source_uri=document.source_uri, created_at=now, updated_at=now)
+                s.add(doc)
+            else:
+                doc.title, doc.source_uri, doc.updated_at = document.title, document.source_uri, now
+            s.add(VersionRow(
+                tenant_id=version.tenant_id, version_id=version.version_id, document_id=version.document_id,
+                title=version.title, source_uri=version.source_uri, text=text, text_length=len(text),
+                status=version.status, valid_from=version.valid_from, valid_to=version.valid_to,
+                roles=list(version.roles), location_scope=list(version.location_scope), intents=list(version.intents),
+                locale=version.locale, extraction_version=version.extraction_version, ingested_at=now,
+                status_changed_at=now, superseded_by_version_id=None))
+            s.flush()
+            s.add_all(PassageRow(
+                passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
+                version_id=p.version_id, ordinal=p.ordinal, start_offset=p.start, end_offset=p.end,
+                content_sha256=p.content_sha256, source_anchor=p.source_anchor,
+                heading_context=p.heading_context, extraction_version=p.extraction_version, active=True)
+                for p in passages)
+            stored = dataclasses.replace(version, ingested_at=now)
+            superseded = self._supersede(s, stored, doc.source_class)
+        return IngestOutcome(version=stored, passages=passages, created=True, superseded=superseded)
+
+    @staticmethod
+    def _check_same_metadata(existing: VersionRow, version: VersionRecord) -> None:
+        """Same text again: the version is immutable, so scope metadata must agree. Status and
+        valid_to are lifecycle fields (changed by SetVersionStatus and supersession): not compared,
+        except an explicitly different valid_to."""
+        diffs = []
+        if existing.valid_from != version.valid_from:
+            diffs.append("valid_from")
+        if version.valid_to is not None and existing.valid_to != version.valid_to:
+            diffs.append("valid_to")
+        for name in ("roles", "location_scope", "intents"):
+            if sorted(getattr(existing, name)) != sorted(getattr(version, name)):
+                diffs.append(name)
+        if existing.locale != version.locale:
+            diffs.append("locale")
+        if diffs:
+            raise VersionConflict(
+                "VERSION_METADATA_CONFLICT",
+                f"version {existing.version_id} of document {existing.document_id!r} is already stored with "
+                f"different {', '.join(diffs)}; versions are immutable: change the text to make a new version")
+
+    def _existing(self, s: Session, existing: VersionRow, doc: DocumentRow, version: VersionRecord,
+                  passages: list[PassageRecord]) -> IngestOutcome:
+        reextracted = False
+        if existing.extraction_version != version.extraction_version:
+            # Re-chunking: a new extraction of the same text. Old passages stay (old traces point to
+            # them) but become inactive; passages with the same span keep their id.
+            reextracted = True
+            old = {r.passage_id: r for r in s.scalars(select(PassageRow).where(
+                PassageRow.tenant_id == existing.tenant_id, PassageRow.version_id == existing.version_id))}
+            new_ids = {p.passage_id for p in passages}
+            for pid, row in old.items():
+                row.active = pid in new_ids
+            for p in passages:
+                if p.passage_id in old:
+                    old[p.passage_id].ordinal = p.ordinal
+                    old[p.passage_id].heading_context = p.heading_context
+                    old[p.passage_id].source_anchor = p.source_anchor
+                else:
+                    s.add(PassageRow(
+                        passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
+                        version_id=p.version_id, ordinal=p.ordinal, start_offset=p.start, end_offset=p.end,
+                        content_sha256=p.content_sha256, source_anchor=p.source_anchor,
+                        heading_context=p.heading_context, extraction_version=p.extraction_version,
+                        active=True))
+            existing.extraction_version = version.extraction_version
+            s.flush()
+        rows = s.scalars(select(PassageRow).where(
+            PassageRow.tenant_id == existing.tenant_id, PassageRow.version_id == existing.version_id,
+            PassageRow.active.is_(True)).order_by(PassageRow.ordinal))
+        return IngestOutcome(version=_version_record(existing, doc.source_class),
+                             passages=[_passage_record(r) for r in rows], created=False, superseded=[],
+                             reextracted=reextracted)
+
+    def _supersede(self, s: Session, new: VersionRecord, source_class: str) -> list[VersionRecord]:
+        if new.status != APPROVED:
+            return []
+        others = s.scalars(select(VersionRow).where(
+            VersionRow.tenant_id == new.tenant_id, VersionRow.document_id == new.document_id,
+            VersionRow.status == APPROVED, VersionRow.version_id != new.version_id))
+        changed = []
+        for row in others:
+            end = supersession_end(new, _version_record(row, source_class))
+            if end is not None:
+                row.valid_to = end
+                row.superseded_by_version_id = new.version_id
+                changed.append(_version_record(row, source_class))
+        s.flush()
+        return sorted(changed, key=lambda v: v.version_id)
+
+    def set_status(self, tenant_id: str, version_id: str, status: str, now: datetime,
+                   check: Callable[[str, str], None]) -> tuple[VersionRecord, VersionRecord, list[VersionRecord]] | None:
+        """Changes a version's status in one transaction. `check(old_status, new_status)` raises on an
+        illegal move. Returns (before, after, superseded) or None when the version does not exist."""
+        with self._session() as s, s.begin():
+            row = s.get(VersionRow, (tenant_id, version_id), with_for_update=True)
+            if row is None:
+                return None
+            doc = s.get(DocumentRow, (tenant_id, row.document_id))
+            before = _version_record(row, doc.source_class)
+            check(row.status, status)
+            superseded: list[VersionRecord] = []
+            if row.status != status:
+                row.status = status
+                row.status_changed_at = now
+                s.flush()
+                after = _version_record(row, doc.source_class)
+                superseded = self._supersede(s, after, doc.source_class)
+            after = _version_record(row, doc.source_class)
+        return before, after, superseded
