@@ -1,57 +1,97 @@
-"""Trace servicer: proto <-> domain only. Behaviour lands with issue #7."""
+"""Trace servicer: proto <-> domain only; the behaviour is in services.trace.core."""
 
 from __future__ import annotations
 
-from citetrace.kit.errors import InvalidArgument, not_built_yet
+import logging
+
+from citetrace.kit.context import current_principal
+from citetrace.kit.errors import InvalidArgument, Unavailable
 from citetrace.kit.server import ServiceSpec
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 
+from services.trace.core import TraceCore
+from services.trace.settings import Settings
+
+log = logging.getLogger("citetrace.trace")
+
 
 class TraceServicer(pb_grpc.TraceServiceServicer):
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._core: TraceCore | None = None
+
+    def warm_up(self) -> None:
+        from services.trace.store import open_store
+
+        if self._settings.database_url is None:
+            self._settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(self._settings.store_url())
+        self._core = TraceCore(store, retention_days=self._settings.retention_days,
+                               max_page_size=self._settings.max_page_size)
+        log.info("trace store ready (%s)", store.dialect)
+
+    def close(self) -> None:
+        if self._core is not None:
+            self._core.store.close()
+
+    @property
+    def core(self) -> TraceCore:
+        if self._core is None:
+            raise Unavailable("NOT_READY", "the trace store is not open yet")
+        return self._core
+
     def RecordTrace(self, request, context):
         if not request.record.trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "record.trace_id is required")
-        raise not_built_yet("RecordTrace", "issue #7")
+        result = self.core.record_trace(current_principal(), request.record)
+        return pb.RecordTraceResponse(trace_id=result.trace_id, record_hash=result.record_hash,
+                                      created=result.created)
 
     def GetTrace(self, request, context):
         if not request.trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        raise not_built_yet("GetTrace", "issue #7")
+        return self.core.get_trace(current_principal(), request.trace_id)
 
     def ListTraces(self, request, context):
         if request.page_size < 0:
             raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
-        raise not_built_yet("ListTraces", "issue #7")
+        return self.core.list_traces(current_principal(), request)
 
     def RecordReview(self, request, context):
         if not request.trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        raise not_built_yet("RecordReview", "issue #7")
+        return pb.RecordReviewResponse(review=self.core.record_review(current_principal(), request))
 
     def ListReviews(self, request, context):
         if not request.trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        raise not_built_yet("ListReviews", "issue #7")
+        return self.core.list_reviews(current_principal(), request)
 
     def RecordVersionEvent(self, request, context):
         if not request.version_id:
             raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
-        raise not_built_yet("RecordVersionEvent", "issue #7")
+        affected = self.core.record_version_event(current_principal(), request)
+        return pb.RecordVersionEventResponse(affected_traces=affected)
 
     def VerifyChain(self, request, context):
-        raise not_built_yet("VerifyChain", "issue #7")
+        report = self.core.verify_chain(current_principal(), request.tenant_id)
+        return pb.VerifyChainResponse(
+            ok=report.ok, records_checked=report.records_checked,
+            first_broken_trace_id=report.first_broken_trace_id,
+            first_broken_sequence=report.first_broken_sequence, detail=report.detail)
 
     def ApplyRetention(self, request, context):
         if request.retention_days < 0:
             raise InvalidArgument("RETENTION_OUT_OF_RANGE", "retention_days must be >= 0")
-        raise not_built_yet("ApplyRetention", "issue #7")
+        return pb.ApplyRetentionResponse(redacted=self.core.apply_retention(current_principal(),
+                                                                            request.retention_days))
 
 
-def build_spec(settings) -> ServiceSpec:
+def build_spec(settings: Settings) -> ServiceSpec:
     return ServiceSpec(
         name="trace",
         full_name=pb.DESCRIPTOR.services_by_name["TraceService"].full_name,
-        servicer=TraceServicer(),
+        servicer=TraceServicer(settings),
         register=pb_grpc.add_TraceServiceServicer_to_server,
     )

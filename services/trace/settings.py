@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from citetrace.kit.settings import ServerSettings
+from citetrace.kit.settings import ServerSettings, require
 
 PREFIX = "CITETRACE_TRACE_"
 
@@ -15,5 +15,19 @@ class Settings(ServerSettings):
     port: int = 50056
     metrics_port: int = 9156
     data_dir: Path = Path(".citetrace")
-    # SQLAlchemy URL of the trace store; defaults to SQLite under data_dir.
+    # SQLAlchemy URL of the trace store; defaults to SQLite under data_dir (trace.db).
     database_url: str | None = None
+    # ApplyRetention redacts query text of records older than this (days); 0 disables the default.
+    retention_days: int = 365
+    # Largest page ListTraces/ListReviews return.
+    max_page_size: int = 500
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.retention_days >= 0, "retention_days must be >= 0")
+        require(self.max_page_size >= 1, "max_page_size must be >= 1")
+
+    def store_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'trace.db').resolve()}"

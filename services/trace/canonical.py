@@ -1,0 +1,121 @@
+"""The canonical form of a trace record and its hash chain (no grpc, no database).
+
+What is stored and hashed
+-------------------------
+A TraceRecord is split in two before it is stored:
+
+* the **body**: the record with the query text removed (``query`` cleared) and the fields the trace
+  service sets itself cleared (``previous_hash``, ``record_hash``, ``sequence``, ``needs_review``),
+  serialized with protobuf's deterministic serialization. The body bytes are stored as they are and
+  never re-serialized for verification, so the hash does not depend on the protobuf runtime version.
+* the **query text** (raw and normalized) in its own row, with a random 32-byte nonce. The chain
+  commits to the query through ``query_digest = sha256(nonce || canonical_json([raw, normalized]))``.
+
+The record hash is::
+
+    record_hash = sha256("citetrace.trace.v1\\n" + canonical_json({
+        "tenant_id", "trace_id", "sequence", "previous_hash", "query_digest", "body_sha256"}))
+
+with ``previous_hash`` the record hash of the tenant's previous record (``GENESIS_HASH`` for the
+first). Redaction (retention) erases the query text *and its nonce*; the digest stays in the chain,
+so the chain still verifies, and because the nonce is gone nobody can confirm a guessed question
+against the digest afterwards (a hiding commitment). While the text is present, verification also
+recomputes the digest from text + nonce, so editing the stored question is detected too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import secrets
+
+from citetrace.trace.v1 import trace_service_pb2 as pb
+
+HASH_DOMAIN = b"citetrace.trace.v1\n"
+GENESIS_HASH = "0" * 64
+NONCE_BYTES = 32
+
+
+def canonical_json(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def new_nonce() -> bytes:
+    return secrets.token_bytes(NONCE_BYTES)
+
+
+def query_digest(raw: str, normalized: str, nonce: bytes) -> str:
+    return sha256_hex(nonce + canonical_json([raw, normalized]))
+
+
+def body_of(record: pb.TraceRecord) -> pb.TraceRecord:
+    """A copy of the record without the query text and without the service-set fields."""
+    body = pb.TraceRecord()
+    body.CopyFrom(record)
+    body.ClearField("query")
+    body.ClearField("previous_hash")
+    body.ClearField("record_hash")
+    body.ClearField("sequence")
+    body.ClearField("needs_review")
+    return body
+
+
+def body_bytes(record: pb.TraceRecord) -> bytes:
+    return body_of(record).SerializeToString(deterministic=True)
+
+
+def record_hash(*, tenant_id: str, trace_id: str, sequence: int, previous_hash: str, query_digest: str,
+                body: bytes) -> str:
+    header = {
+        "tenant_id": tenant_id,
+        "trace_id": trace_id,
+        "sequence": int(sequence),
+        "previous_hash": previous_hash,
+        "query_digest": query_digest,
+        "body_sha256": sha256_hex(body),
+    }
+    return sha256_hex(HASH_DOMAIN + canonical_json(header))
+
+
+@dataclasses.dataclass(frozen=True)
+class Facets:
+    """What the store indexes for filtering, derived from the body (and re-derived by VerifyChain)."""
+
+    outcome: int
+    part_outcomes: frozenset[int]
+    reasons: frozenset[int]
+    cited_document_ids: frozenset[str]
+    cited_version_ids: frozenset[str]
+    cited_passage_ids: frozenset[str]
+
+    def rows(self) -> set[tuple[str, str]]:
+        rows: set[tuple[str, str]] = set()
+        rows |= {("part_outcome", str(v)) for v in self.part_outcomes}
+        rows |= {("reason", str(v)) for v in self.reasons}
+        rows |= {("document", v) for v in self.cited_document_ids}
+        rows |= {("version", v) for v in self.cited_version_ids}
+        rows |= {("passage", v) for v in self.cited_passage_ids}
+        return rows
+
+
+def cited(record: pb.TraceRecord):
+    """The citation set: citations the answer actually used (per part), in order."""
+    for part in record.parts:
+        yield from part.citations
+
+
+def facets_of(record: pb.TraceRecord) -> Facets:
+    citations = list(cited(record))
+    return Facets(
+        outcome=int(record.outcome),
+        part_outcomes=frozenset(int(p.outcome) for p in record.parts if p.outcome),
+        reasons=frozenset(int(r) for p in record.parts for r in p.reasons if r),
+        cited_document_ids=frozenset(c.document_id for c in citations if c.document_id),
+        cited_version_ids=frozenset(c.version_id for c in citations if c.version_id),
+        cited_passage_ids=frozenset(c.passage_id for c in citations if c.passage_id),
+    )

@@ -1,0 +1,398 @@
+"""The trace authority's behaviour (no grpc): append-only records on a per-tenant hash chain, reads
+with tenant and role checks, reviews, version events, chain verification and retention.
+
+Read rules
+----------
+* Another tenant's trace does not exist for the caller (NOT_FOUND), whatever the roles.
+* Reading traces needs one of READ_ROLES; writing a record needs role `service` and the record's
+  tenant must be the token's tenant.
+* Query text (raw and normalized) is returned only to `reviewer` and `auditor`; everyone else gets it
+  blanked (the `redacted` flag tells whether it was erased by retention).
+* Passage text in the retrieved set is returned only when the caller may read that source. The
+  record does not carry each version's audience roles, but it does carry the role filter retrieval
+  applied (`retrieval.settings.filters.roles`, falling back to the asker's `principal_roles`):
+  every passage in that part's retrieved set had an audience intersecting that role set. So when
+  the caller holds *all* those roles, the passage's audience intersects the caller's roles too and
+  the text is shown; otherwise it is blanked (identity, digest and anchor stay). This decision is
+  made from data stored with the record at write time, needs no call to retrieval, and never shows
+  text the caller could not have retrieved; it can hide text the caller could read (e.g. a caller
+  with `staff` reading a part searched with `patient,staff`). Fail closed when no roles were recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import re
+import threading
+import uuid
+from collections.abc import Callable
+
+from citetrace.kit import roles as R
+from citetrace.kit.auth import Principal
+from citetrace.kit.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+from citetrace.kit.telemetry import stage
+from citetrace.trace.v1 import trace_service_pb2 as pb
+from google.protobuf import timestamp_pb2
+
+from services.trace import canonical as C
+from services.trace.store import ListFilter, NewRecord, ReviewRow, StoredRecord, TraceStore, VersionEventRow
+
+READ_ROLES = frozenset({R.STAFF, R.REVIEWER, R.AUDITOR, R.POLICY_ADMIN})
+WRITE_ROLES = frozenset({R.SERVICE})
+REVIEW_ROLES = frozenset({R.REVIEWER})
+VERSION_EVENT_ROLES = frozenset({R.SERVICE, R.POLICY_ADMIN})
+RETENTION_ROLES = frozenset({R.AUDITOR, R.POLICY_ADMIN, R.SERVICE})
+QUERY_TEXT_ROLES = frozenset(R.READERS_OF_QUERY_TEXT)
+
+TRACE_ID_PATTERN = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
+DEFAULT_PAGE_SIZE = 50
+MAX_RUBRIC_NOTE = 8000
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordResult:
+    trace_id: str
+    record_hash: str
+    created: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainReport:
+    ok: bool
+    records_checked: int
+    first_broken_trace_id: str = ""
+    first_broken_sequence: int = 0
+    detail: str = ""
+
+
+def to_naive_utc(ts: timestamp_pb2.Timestamp) -> dt.datetime:
+    return ts.ToDatetime()
+
+
+def to_timestamp(value: dt.datetime) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+class MonotonicClock:
+    """UTC now as a naive datetime, strictly increasing within the process (events recorded back
+    to back stay ordered even when the wall clock does not advance between them)."""
+
+    def __init__(self, source: Callable[[], dt.datetime] | None = None) -> None:
+        self._source = source or (lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None))
+        self._last = dt.datetime.min
+        self._lock = threading.Lock()
+
+    def __call__(self) -> dt.datetime:
+        with self._lock:
+            now = self._source()
+            if now <= self._last:
+                now = self._last + dt.timedelta(microseconds=1)
+            self._last = now
+            return now
+
+
+def _require_role(principal: Principal, allowed: frozenset[str], action: str) -> None:
+    if not principal.has_any_role(allowed):
+        raise PermissionDenied("ROLE_REQUIRED", f"{action} needs one of the roles {', '.join(sorted(allowed))}",
+                               required=",".join(sorted(allowed)))
+
+
+def encode_page_token(value: int) -> str:
+    return base64.urlsafe_b64encode(f"v1:{value}".encode()).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> int | None:
+    if not token:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        prefix, _, number = text.partition(":")
+        if prefix != "v1":
+            raise ValueError(prefix)
+        value = int(number)
+        if value < 0:
+            raise ValueError(number)
+        return value
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token is not a token this service issued") from exc
+
+
+def passage_roles_required(record: pb.TraceRecord, part: pb.PartRecord) -> frozenset[str]:
+    applied = part.retrieval.settings.filters.roles if part.HasField("retrieval") else []
+    required = set(applied) or set(record.principal_roles)
+    required.discard(R.SERVICE)
+    return frozenset(required)
+
+
+def may_read_passages(principal: Principal, record: pb.TraceRecord, part: pb.PartRecord) -> bool:
+    required = passage_roles_required(record, part)
+    return bool(required) and required <= set(principal.roles)
+
+
+class TraceCore:
+    def __init__(self, store: TraceStore, *, retention_days: int = 365,
+                 clock: Callable[[], dt.datetime] | None = None, max_page_size: int = 500) -> None:
+        self.store = store
+        self.retention_days = retention_days
+        self.now = MonotonicClock(clock) if not isinstance(clock, MonotonicClock) else clock
+        self.max_page_size = max_page_size
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def record_trace(self, principal: Principal, record: pb.TraceRecord) -> RecordResult:
+        if not record.trace_id:
+            raise InvalidArgument("MISSING_TRACE_ID", "record.trace_id is required")
+        if not TRACE_ID_PATTERN.match(record.trace_id):
+            raise InvalidArgument("INVALID_TRACE_ID",
+                                  "record.trace_id must be 1-128 characters of [0-9A-Za-z._:-]")
+        _require_role(principal, WRITE_ROLES, "RecordTrace")
+        if record.tenant_id and record.tenant_id != principal.tenant_id:
+            raise PermissionDenied("TENANT_MISMATCH", "record.tenant_id must be the token's tenant")
+        with stage("trace", "trace.record", tenant=principal.tenant_id, parts=len(record.parts)) as span:
+            given_created_at = record.HasField("created_at")
+            incoming = pb.TraceRecord()
+            incoming.CopyFrom(record)
+            incoming.tenant_id = principal.tenant_id
+            if not given_created_at:
+                incoming.created_at.CopyFrom(to_timestamp(self.now()))
+            body = C.body_bytes(incoming)
+            raw, normalized = record.query.raw, record.query.normalized
+            nonce = C.new_nonce()
+            digest = C.query_digest(raw, normalized, nonce)
+            facet_set = C.facets_of(incoming)
+            new = NewRecord(
+                tenant_id=principal.tenant_id, trace_id=record.trace_id,
+                created_at=to_naive_utc(incoming.created_at), outcome=facet_set.outcome,
+                principal_ref=record.principal_ref, body=body, query_raw=raw, query_normalized=normalized,
+                nonce=nonce, query_digest=digest, facets=frozenset(facet_set.rows()))
+
+            def hasher(sequence: int, previous_hash: str) -> str:
+                return C.record_hash(tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence,
+                                     previous_hash=previous_hash, query_digest=digest, body=body)
+
+            result = self.store.append(new, hasher)
+            span.set_attribute("citetrace.created", result.created)
+            if not result.created:
+                self._check_same(result.record, incoming, given_created_at, raw, normalized)
+            return RecordResult(record.trace_id, result.record.record_hash, result.created)
+
+    @staticmethod
+    def _check_same(stored: StoredRecord, incoming: pb.TraceRecord, given_created_at: bool,
+                    raw: str, normalized: str) -> None:
+        if not given_created_at:
+            incoming.created_at.CopyFrom(to_timestamp(stored.created_at))
+        same = C.body_bytes(incoming) == stored.body
+        if same and not stored.redacted:
+            same = (raw, normalized) == (stored.query_raw, stored.query_normalized)
+        if not same:
+            raise AlreadyExists("TRACE_ID_CONFLICT",
+                                f"trace {incoming.trace_id} is already stored with a different record",
+                                trace_id=incoming.trace_id)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _stored(self, principal: Principal, trace_id: str) -> StoredRecord:
+        if not trace_id:
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+        stored = self.store.get(principal.tenant_id, trace_id)
+        if stored is None:
+            raise NotFound("TRACE_NOT_FOUND", f"no trace {trace_id}", trace_id=trace_id)
+        return stored
+
+    def view(self, principal: Principal, stored: StoredRecord) -> pb.TraceRecord:
+        """The record as this caller may see it."""
+        record = pb.TraceRecord.FromString(stored.body)
+        record.previous_hash = stored.previous_hash
+        record.record_hash = stored.record_hash
+        record.sequence = stored.sequence
+        record.needs_review = stored.needs_review
+        record.query.redacted = stored.redacted
+        if principal.has_any_role(QUERY_TEXT_ROLES) and not stored.redacted:
+            record.query.raw = stored.query_raw
+            record.query.normalized = stored.query_normalized
+        for part in record.parts:
+            if not may_read_passages(principal, record, part):
+                for hit in part.retrieval.retrieved:
+                    hit.passage.text = ""
+        return record
+
+    def get_trace(self, principal: Principal, trace_id: str) -> pb.GetTraceResponse:
+        if not trace_id:
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+        _require_role(principal, READ_ROLES, "GetTrace")
+        stored = self._stored(principal, trace_id)
+        response = pb.GetTraceResponse(record=self.view(principal, stored))
+        response.reviews.extend(self._review_pb(r) for r in self.store.list_reviews(
+            principal.tenant_id, trace_id, 0, 10_000))
+        response.redactions.extend(
+            pb.RedactionEvent(trace_id=r.trace_id, redacted_at=to_timestamp(r.redacted_at), reason=r.reason)
+            for r in self.store.redactions(principal.tenant_id, trace_id))
+        return response
+
+    def _page_size(self, requested: int) -> int:
+        if requested < 0:
+            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
+        return min(requested or DEFAULT_PAGE_SIZE, self.max_page_size)
+
+    def list_traces(self, principal: Principal, request: pb.ListTracesRequest) -> pb.ListTracesResponse:
+        size = self._page_size(request.page_size)
+        _require_role(principal, READ_ROLES, "ListTraces")
+        before = decode_page_token(request.page_token)
+        after = to_naive_utc(request.created_after) if request.HasField("created_after") else None
+        until = to_naive_utc(request.created_before) if request.HasField("created_before") else None
+        if after is not None and until is not None and after >= until:
+            raise InvalidArgument("INVALID_TIME_RANGE", "created_after must be before created_before")
+        flt = ListFilter(outcome=int(request.outcome), failure_reason=int(request.failure_reason),
+                         created_after=after, created_before=until, document_id=request.document_id,
+                         version_id=request.version_id, needs_review=request.needs_review)
+        rows = self.store.list(principal.tenant_id, flt, before, size + 1)
+        response = pb.ListTracesResponse()
+        for stored in rows[:size]:
+            response.traces.append(pb.TraceSummary(
+                trace_id=stored.trace_id, created_at=to_timestamp(stored.created_at),
+                outcome=stored.outcome,
+                cited_version_ids=sorted(v for k, v in stored.facets if k == "version"),
+                needs_review=stored.needs_review))
+        if len(rows) > size:
+            response.next_page_token = encode_page_token(rows[size - 1].sequence)
+        return response
+
+    # -- reviews and version events ---------------------------------------------------------------
+
+    @staticmethod
+    def _review_pb(row: ReviewRow) -> pb.Review:
+        return pb.Review(
+            review_id=row.review_id, trace_id=row.trace_id, decision=row.decision, reviewer_ref=row.reviewer_ref,
+            rubric_note=row.rubric_note, answer_record_hash=row.answer_record_hash,
+            evidence_version_ids=list(row.evidence_version_ids),
+            source_policy_version=row.source_policy_version, created_at=to_timestamp(row.created_at))
+
+    def record_review(self, principal: Principal, request: pb.RecordReviewRequest) -> pb.Review:
+        if not request.trace_id:
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+        if request.decision == pb.REVIEW_DECISION_UNSPECIFIED:
+            raise InvalidArgument("MISSING_DECISION", "decision is required (accepted, rejected, needs-change)")
+        if len(request.rubric_note) > MAX_RUBRIC_NOTE:
+            raise InvalidArgument("RUBRIC_NOTE_TOO_LONG", f"rubric_note must be at most {MAX_RUBRIC_NOTE} characters")
+        _require_role(principal, REVIEW_ROLES, "RecordReview")
+        stored = self._stored(principal, request.trace_id)
+        if request.answer_record_hash and request.answer_record_hash != stored.record_hash:
+            raise FailedPrecondition(
+                "ANSWER_VERSION_MISMATCH",
+                f"answer_record_hash does not match the stored record of trace {request.trace_id}",
+                record_hash=stored.record_hash)
+        record = pb.TraceRecord.FromString(stored.body)
+        evidence = sorted({c.version_id for c in C.cited(record) if c.version_id})
+        row = ReviewRow(
+            review_id=uuid.uuid4().hex, tenant_id=principal.tenant_id, trace_id=stored.trace_id,
+            decision=int(request.decision), reviewer_ref=principal.subject, rubric_note=request.rubric_note,
+            answer_record_hash=stored.record_hash, evidence_version_ids=tuple(evidence),
+            source_policy_version=record.source_policy_version, created_at=self.now())
+        self.store.add_review(row)
+        return self._review_pb(row)
+
+    def list_reviews(self, principal: Principal, request: pb.ListReviewsRequest) -> pb.ListReviewsResponse:
+        if not request.trace_id:
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+        size = self._page_size(request.page_size)
+        _require_role(principal, READ_ROLES, "ListReviews")
+        offset = decode_page_token(request.page_token) or 0
+        self._stored(principal, request.trace_id)
+        rows = self.store.list_reviews(principal.tenant_id, request.trace_id, offset, size + 1)
+        response = pb.ListReviewsResponse(reviews=[self._review_pb(r) for r in rows[:size]])
+        if len(rows) > size:
+            response.next_page_token = encode_page_token(offset + size)
+        return response
+
+    def record_version_event(self, principal: Principal, request: pb.RecordVersionEventRequest) -> int:
+        if not request.version_id:
+            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
+        if request.kind == pb.VERSION_EVENT_KIND_UNSPECIFIED:
+            raise InvalidArgument("MISSING_KIND", "kind is required (superseded or retired)")
+        _require_role(principal, VERSION_EVENT_ROLES, "RecordVersionEvent")
+        return self.store.add_version_event(VersionEventRow(
+            tenant_id=principal.tenant_id, version_id=request.version_id, kind=int(request.kind),
+            replaced_by_version_id=request.replaced_by_version_id, actor_ref=principal.subject,
+            created_at=self.now()))
+
+    # -- chain verification and retention ---------------------------------------------------------
+
+    def verify_chain(self, principal: Principal, tenant_id: str = "") -> ChainReport:
+        _require_role(principal, READ_ROLES | {R.SERVICE}, "VerifyChain")
+        if tenant_id and tenant_id != principal.tenant_id:
+            raise NotFound("TENANT_NOT_FOUND", f"no chain for tenant {tenant_id}")
+        return verify_chain(self.store, principal.tenant_id)
+
+    def apply_retention(self, principal: Principal, retention_days: int) -> int:
+        if retention_days < 0:
+            raise InvalidArgument("RETENTION_OUT_OF_RANGE", "retention_days must be >= 0")
+        _require_role(principal, RETENTION_ROLES, "ApplyRetention")
+        days = retention_days or self.retention_days
+        if days <= 0:
+            raise FailedPrecondition("RETENTION_DISABLED", "no retention period configured or requested")
+        now = self.now()
+        return self.store.redact_older_than(
+            principal.tenant_id, now - dt.timedelta(days=days),
+            reason=f"retention: query text older than {days} days", actor_ref=principal.subject, now=now)
+
+
+def verify_chain(store: TraceStore, tenant_id: str) -> ChainReport:
+    """Walks the tenant's chain in sequence order and reports the first broken link: a gap in the
+    sequence, a previous_hash that does not name the record before, a record_hash that does not
+    match the stored content, query text that does not match its committed digest, indexed columns
+    or facets that disagree with the body, or a chain head that disagrees with the last record."""
+    expected_prev = C.GENESIS_HASH
+    expected_seq = 1
+    checked = 0
+
+    def broken(stored: StoredRecord | None, sequence: int, detail: str) -> ChainReport:
+        return ChainReport(False, checked, stored.trace_id if stored else "", sequence, detail)
+
+    for stored in store.chain(tenant_id):
+        checked += 1
+        if stored.sequence != expected_seq:
+            return broken(stored, expected_seq,
+                          f"sequence gap: expected record {expected_seq}, found {stored.sequence}")
+        if stored.previous_hash != expected_prev:
+            return broken(stored, stored.sequence,
+                          "previous_hash does not match the record hash of the record before")
+        recomputed = C.record_hash(tenant_id=stored.tenant_id, trace_id=stored.trace_id, sequence=stored.sequence,
+                                   previous_hash=stored.previous_hash, query_digest=stored.query_digest,
+                                   body=stored.body)
+        if recomputed != stored.record_hash:
+            return broken(stored, stored.sequence, "record_hash does not match the stored record content")
+        if stored.redacted:
+            if stored.query_raw or stored.query_normalized:
+                return broken(stored, stored.sequence, "query text present on a redacted record")
+        elif stored.nonce is None or C.query_digest(
+                stored.query_raw, stored.query_normalized, stored.nonce) != stored.query_digest:
+            return broken(stored, stored.sequence, "query text does not match its committed digest")
+        try:
+            body = pb.TraceRecord.FromString(stored.body)
+        except Exception:  # noqa: BLE001 - a corrupt body is a broken link, not a crash
+            return broken(stored, stored.sequence, "stored body is not a TraceRecord")
+        facet_set = C.facets_of(body)
+        if (body.tenant_id != stored.tenant_id or body.trace_id != stored.trace_id
+                or facet_set.outcome != stored.outcome or to_naive_utc(body.created_at) != stored.created_at):
+            return broken(stored, stored.sequence, "indexed columns disagree with the stored record")
+        if frozenset(facet_set.rows()) != stored.facets:
+            return broken(stored, stored.sequence, "filter index (facets) disagrees with the stored record")
+        expected_prev = stored.record_hash
+        expected_seq += 1
+    head = store.head(tenant_id)
+    if head is not None and (head.sequence != checked or head.record_hash != expected_prev):
+        return ChainReport(False, checked, "", checked + 1,
+                           f"chain head names record {head.sequence} but {checked} records were found "
+                           "(records missing at the end)")
+    return ChainReport(True, checked)
+

@@ -1,0 +1,516 @@
+"""The trace store behind a small interface, and its SQLAlchemy implementation (SQLite by default,
+PostgreSQL in production). No grpc here.
+
+Tables (created by the Alembic migrations in services/trace/migrations):
+- trace_records: one row per record, append-only: the canonical body bytes plus indexed columns
+  (tenant, created_at, outcome, sequence) and the hash chain (previous_hash, record_hash).
+- trace_facets: indexed values derived from the body (part outcomes, failure reasons, cited
+  document/version/passage IDs), append-only, written in the same transaction as the record.
+- trace_queries: the query text with its commitment nonce; the only row that ever changes, and only
+  by a redaction (a trigger enforces that).
+- trace_chain_heads: per tenant the last sequence and hash; its row lock serializes appends.
+- trace_reviews, trace_version_events, trace_redactions: append-only event tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from services.trace.canonical import GENESIS_HASH
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+metadata = sa.MetaData()
+
+records = sa.Table(
+    "trace_records", metadata,
+    sa.Column("tenant_id", sa.String(128), primary_key=True),
+    sa.Column("trace_id", sa.String(128), primary_key=True),
+    sa.Column("sequence", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("stored_at", sa.DateTime, nullable=False),
+    sa.Column("outcome", sa.Integer, nullable=False),
+    sa.Column("principal_ref", sa.String(256), nullable=False),
+    sa.Column("query_digest", sa.String(64), nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("previous_hash", sa.String(64), nullable=False),
+    sa.Column("record_hash", sa.String(64), nullable=False),
+)
+facets = sa.Table(
+    "trace_facets", metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.String(128), nullable=False),
+    sa.Column("trace_id", sa.String(128), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+queries = sa.Table(
+    "trace_queries", metadata,
+    sa.Column("tenant_id", sa.String(128), primary_key=True),
+    sa.Column("trace_id", sa.String(128), primary_key=True),
+    sa.Column("raw", sa.Text, nullable=False),
+    sa.Column("normalized", sa.Text, nullable=False),
+    sa.Column("nonce", sa.LargeBinary, nullable=True),
+    sa.Column("redacted", sa.Boolean, nullable=False),
+)
+heads = sa.Table(
+    "trace_chain_heads", metadata,
+    sa.Column("tenant_id", sa.String(128), primary_key=True),
+    sa.Column("sequence", sa.BigInteger, nullable=False),
+    sa.Column("record_hash", sa.String(64), nullable=False),
+)
+reviews = sa.Table(
+    "trace_reviews", metadata,
+    sa.Column("review_id", sa.String(64), primary_key=True),
+    sa.Column("tenant_id", sa.String(128), nullable=False),
+    sa.Column("trace_id", sa.String(128), nullable=False),
+    sa.Column("decision", sa.Integer, nullable=False),
+    sa.Column("reviewer_ref", sa.String(256), nullable=False),
+    sa.Column("rubric_note", sa.Text, nullable=False),
+    sa.Column("answer_record_hash", sa.String(64), nullable=False),
+    sa.Column("evidence_version_ids", sa.Text, nullable=False),
+    sa.Column("source_policy_version", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+version_events = sa.Table(
+    "trace_version_events", metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.String(128), nullable=False),
+    sa.Column("version_id", sa.String(128), nullable=False),
+    sa.Column("kind", sa.Integer, nullable=False),
+    sa.Column("replaced_by_version_id", sa.String(128), nullable=False),
+    sa.Column("actor_ref", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+redactions = sa.Table(
+    "trace_redactions", metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.String(128), nullable=False),
+    sa.Column("trace_id", sa.String(128), nullable=False),
+    sa.Column("redacted_at", sa.DateTime, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("actor_ref", sa.String(256), nullable=False),
+)
+
+
+# --- domain rows ------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class NewRecord:
+    tenant_id: str
+    trace_id: str
+    created_at: dt.datetime  # naive UTC
+    outcome: int
+    principal_ref: str
+    body: bytes
+    query_raw: str
+    query_normalized: str
+    nonce: bytes
+    query_digest: str
+    facets: frozenset[tuple[str, str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredRecord:
+    tenant_id: str
+    trace_id: str
+    sequence: int
+    created_at: dt.datetime
+    outcome: int
+    principal_ref: str
+    body: bytes
+    previous_hash: str
+    record_hash: str
+    query_digest: str
+    query_raw: str
+    query_normalized: str
+    nonce: bytes | None
+    redacted: bool
+    needs_review: bool = False
+    facets: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class AppendResult:
+    created: bool
+    record: StoredRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class ReviewRow:
+    review_id: str
+    tenant_id: str
+    trace_id: str
+    decision: int
+    reviewer_ref: str
+    rubric_note: str
+    answer_record_hash: str
+    evidence_version_ids: tuple[str, ...]
+    source_policy_version: str
+    created_at: dt.datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionEventRow:
+    tenant_id: str
+    version_id: str
+    kind: int
+    replaced_by_version_id: str
+    actor_ref: str
+    created_at: dt.datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class RedactionRow:
+    tenant_id: str
+    trace_id: str
+    redacted_at: dt.datetime
+    reason: str
+    actor_ref: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ListFilter:
+    outcome: int = 0
+    failure_reason: int = 0
+    created_after: dt.datetime | None = None
+    created_before: dt.datetime | None = None
+    document_id: str = ""
+    version_id: str = ""
+    needs_review: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainHead:
+    sequence: int
+    record_hash: str
+
+
+class TraceStore(Protocol):
+    """What the trace core needs from storage. Implementations must make `append` atomic and
+    serialized per tenant (no two records of a tenant get the same sequence or previous hash)."""
+
+    def migrate(self) -> None: ...
+    def append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult: ...
+    def get(self, tenant_id: str, trace_id: str) -> StoredRecord | None: ...
+    def list(self, tenant_id: str, flt: ListFilter, before_sequence: int | None,
+             limit: int) -> list[StoredRecord]: ...
+    def chain(self, tenant_id: str, batch: int = 500) -> Iterator[StoredRecord]: ...
+    def head(self, tenant_id: str) -> ChainHead | None: ...
+    def add_review(self, row: ReviewRow) -> None: ...
+    def list_reviews(self, tenant_id: str, trace_id: str, offset: int, limit: int) -> list[ReviewRow]: ...
+    def add_version_event(self, row: VersionEventRow) -> int: ...
+    def redact_older_than(self, tenant_id: str, cutoff: dt.datetime, reason: str, actor_ref: str,
+                          now: dt.datetime) -> int: ...
+    def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]: ...
+    def close(self) -> None: ...
+
+
+# --- SQLAlchemy implementation ------------------------------------------------------------------
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection, _record):
+            # Let SQLAlchemy's "begin" event issue BEGIN IMMEDIATE: one writer at a time, so the
+            # per-tenant chain cannot fork (the documented pysqlite transaction recipe).
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)
+
+
+def migrate_engine(engine: Engine) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.connect() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+        conn.commit()
+
+
+def _needs_review_expr(rec):
+    """True when a version the record cited had a version event after the record was created and
+    after the record's latest review."""
+    last_review = (
+        sa.select(sa.func.max(reviews.c.created_at))
+        .where(reviews.c.tenant_id == rec.c.tenant_id, reviews.c.trace_id == rec.c.trace_id)
+        .scalar_subquery()
+    )
+    return sa.exists(
+        sa.select(1)
+        .select_from(facets.join(
+            version_events,
+            sa.and_(version_events.c.tenant_id == facets.c.tenant_id,
+                    version_events.c.version_id == facets.c.value)))
+        .where(
+            facets.c.tenant_id == rec.c.tenant_id,
+            facets.c.trace_id == rec.c.trace_id,
+            facets.c.kind == "version",
+            version_events.c.created_at > rec.c.created_at,
+            version_events.c.created_at > sa.func.coalesce(last_review, rec.c.created_at),
+        )
+    )
+
+
+class SqlTraceStore:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name
+        self._lock = threading.Lock()
+
+    def migrate(self) -> None:
+        migrate_engine(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- records --------------------------------------------------------------------------------
+
+    def _insert_ignore(self, table: sa.Table, **values):
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        elif self.dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert
+        else:  # pragma: no cover
+            raise RuntimeError(f"unsupported database dialect {self.dialect}")
+        return insert(table).values(**values).on_conflict_do_nothing()
+
+    def _lock_head(self, conn: Connection, tenant_id: str) -> ChainHead:
+        conn.execute(self._insert_ignore(heads, tenant_id=tenant_id, sequence=0, record_hash=GENESIS_HASH))
+        query = sa.select(heads.c.sequence, heads.c.record_hash).where(heads.c.tenant_id == tenant_id)
+        if self.dialect == "postgresql":
+            query = query.with_for_update()
+        row = conn.execute(query).one()
+        return ChainHead(int(row.sequence), row.record_hash)
+
+    def append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult:
+        with self.engine.begin() as conn:
+            head = self._lock_head(conn, new.tenant_id)
+            existing = self._get(conn, new.tenant_id, new.trace_id)
+            if existing is not None:
+                return AppendResult(False, existing)
+            sequence = head.sequence + 1
+            record_hash = hasher(sequence, head.record_hash)
+            stored_at = utcnow_naive()
+            conn.execute(records.insert().values(
+                tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
+                stored_at=stored_at, outcome=new.outcome, principal_ref=new.principal_ref,
+                query_digest=new.query_digest, body=new.body, previous_hash=head.record_hash,
+                record_hash=record_hash))
+            if new.facets:
+                conn.execute(facets.insert(), [
+                    {"tenant_id": new.tenant_id, "trace_id": new.trace_id, "kind": kind, "value": value}
+                    for kind, value in sorted(new.facets)])
+            conn.execute(queries.insert().values(
+                tenant_id=new.tenant_id, trace_id=new.trace_id, raw=new.query_raw,
+                normalized=new.query_normalized, nonce=new.nonce, redacted=False))
+            conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
+                         .values(sequence=sequence, record_hash=record_hash))
+            stored = StoredRecord(
+                tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
+                outcome=new.outcome, principal_ref=new.principal_ref, body=new.body,
+                previous_hash=head.record_hash, record_hash=record_hash, query_digest=new.query_digest,
+                query_raw=new.query_raw, query_normalized=new.query_normalized, nonce=new.nonce,
+                redacted=False, facets=new.facets)
+            return AppendResult(True, stored)
+
+    def _select_records(self):
+        rec = records
+        return (
+            sa.select(rec, queries.c.raw, queries.c.normalized, queries.c.nonce, queries.c.redacted,
+                      _needs_review_expr(rec).label("needs_review"))
+            .select_from(rec.outerjoin(queries, sa.and_(queries.c.tenant_id == rec.c.tenant_id,
+                                                         queries.c.trace_id == rec.c.trace_id)))
+        )
+
+    def _facets_for(self, conn: Connection, tenant_id: str, trace_ids: Sequence[str]) -> dict[str, set]:
+        out: dict[str, set] = {t: set() for t in trace_ids}
+        if not trace_ids:
+            return out
+        rows = conn.execute(sa.select(facets.c.trace_id, facets.c.kind, facets.c.value).where(
+            facets.c.tenant_id == tenant_id, facets.c.trace_id.in_(list(trace_ids))))
+        for row in rows:
+            out[row.trace_id].add((row.kind, row.value))
+        return out
+
+    @staticmethod
+    def _row(row, facet_rows: set) -> StoredRecord:
+        return StoredRecord(
+            tenant_id=row.tenant_id, trace_id=row.trace_id, sequence=int(row.sequence), created_at=row.created_at,
+            outcome=int(row.outcome), principal_ref=row.principal_ref, body=bytes(row.body),
+            previous_hash=row.previous_hash, record_hash=row.record_hash, query_digest=row.query_digest,
+            query_raw=row.raw or "", query_normalized=row.normalized or "",
+            nonce=bytes(row.nonce) if row.nonce is not None else None, redacted=bool(row.redacted),
+            needs_review=bool(row.needs_review), facets=frozenset(facet_rows))
+
+    def _get(self, conn: Connection, tenant_id: str, trace_id: str) -> StoredRecord | None:
+        row = conn.execute(self._select_records().where(
+            records.c.tenant_id == tenant_id, records.c.trace_id == trace_id)).first()
+        if row is None:
+            return None
+        return self._row(row, self._facets_for(conn, tenant_id, [trace_id])[trace_id])
+
+    def get(self, tenant_id: str, trace_id: str) -> StoredRecord | None:
+        with self.engine.connect() as conn:
+            return self._get(conn, tenant_id, trace_id)
+
+    def list(self, tenant_id: str, flt: ListFilter, before_sequence: int | None, limit: int) -> list[StoredRecord]:
+        query = self._select_records().where(records.c.tenant_id == tenant_id)
+        if before_sequence is not None:
+            query = query.where(records.c.sequence < before_sequence)
+
+        def has_facet(kind: str, value: str):
+            return sa.exists(sa.select(1).where(
+                facets.c.tenant_id == records.c.tenant_id, facets.c.trace_id == records.c.trace_id,
+                facets.c.kind == kind, facets.c.value == value))
+
+        if flt.outcome:
+            query = query.where(sa.or_(records.c.outcome == flt.outcome,
+                                       has_facet("part_outcome", str(flt.outcome))))
+        if flt.failure_reason:
+            query = query.where(has_facet("reason", str(flt.failure_reason)))
+        if flt.document_id:
+            query = query.where(has_facet("document", flt.document_id))
+        if flt.version_id:
+            query = query.where(has_facet("version", flt.version_id))
+        if flt.created_after is not None:
+            query = query.where(records.c.created_at >= flt.created_after)
+        if flt.created_before is not None:
+            query = query.where(records.c.created_at < flt.created_before)
+        if flt.needs_review:
+            query = query.where(_needs_review_expr(records))
+        query = query.order_by(records.c.sequence.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            found = self._facets_for(conn, tenant_id, [r.trace_id for r in rows])
+            return [self._row(r, found[r.trace_id]) for r in rows]
+
+    def chain(self, tenant_id: str, batch: int = 500) -> Iterator[StoredRecord]:
+        after = 0
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    self._select_records()
+                    .where(records.c.tenant_id == tenant_id, records.c.sequence > after)
+                    .order_by(records.c.sequence).limit(batch)).all()
+                found = self._facets_for(conn, tenant_id, [r.trace_id for r in rows])
+            if not rows:
+                return
+            for row in rows:
+                yield self._row(row, found[row.trace_id])
+            after = int(rows[-1].sequence)
+
+    def head(self, tenant_id: str) -> ChainHead | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(heads.c.sequence, heads.c.record_hash)
+                               .where(heads.c.tenant_id == tenant_id)).first()
+        return None if row is None else ChainHead(int(row.sequence), row.record_hash)
+
+    def tenants(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(sa.select(heads.c.tenant_id).order_by(heads.c.tenant_id))]
+
+    # -- reviews, version events, redactions ------------------------------------------------------
+
+    def add_review(self, row: ReviewRow) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(reviews.insert().values(
+                review_id=row.review_id, tenant_id=row.tenant_id, trace_id=row.trace_id, decision=row.decision,
+                reviewer_ref=row.reviewer_ref, rubric_note=row.rubric_note,
+                answer_record_hash=row.answer_record_hash,
+                evidence_version_ids=json.dumps(list(row.evidence_version_ids)),
+                source_policy_version=row.source_policy_version, created_at=row.created_at))
+
+    def list_reviews(self, tenant_id: str, trace_id: str, offset: int, limit: int) -> list[ReviewRow]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(reviews).where(reviews.c.tenant_id == tenant_id, reviews.c.trace_id == trace_id)
+                .order_by(reviews.c.created_at, reviews.c.review_id).offset(offset).limit(limit)).all()
+        return [ReviewRow(
+            review_id=r.review_id, tenant_id=r.tenant_id, trace_id=r.trace_id, decision=int(r.decision),
+            reviewer_ref=r.reviewer_ref, rubric_note=r.rubric_note, answer_record_hash=r.answer_record_hash,
+            evidence_version_ids=tuple(json.loads(r.evidence_version_ids)),
+            source_policy_version=r.source_policy_version, created_at=r.created_at) for r in rows]
+
+    def add_version_event(self, row: VersionEventRow) -> int:
+        """Appends the event; returns how many of the tenant's records cited the version before it."""
+        with self.engine.begin() as conn:
+            conn.execute(version_events.insert().values(
+                tenant_id=row.tenant_id, version_id=row.version_id, kind=row.kind,
+                replaced_by_version_id=row.replaced_by_version_id, actor_ref=row.actor_ref,
+                created_at=row.created_at))
+            return int(conn.execute(
+                sa.select(sa.func.count()).select_from(records.join(facets, sa.and_(
+                    facets.c.tenant_id == records.c.tenant_id, facets.c.trace_id == records.c.trace_id)))
+                .where(records.c.tenant_id == row.tenant_id, facets.c.kind == "version",
+                       facets.c.value == row.version_id, records.c.created_at < row.created_at)).scalar_one())
+
+    def redact_older_than(self, tenant_id: str, cutoff: dt.datetime, reason: str, actor_ref: str,
+                          now: dt.datetime) -> int:
+        """One transaction: a redaction event per record, then the query text and nonce erased."""
+        with self.engine.begin() as conn:
+            targets = [r.trace_id for r in conn.execute(
+                sa.select(records.c.trace_id).select_from(records.join(queries, sa.and_(
+                    queries.c.tenant_id == records.c.tenant_id, queries.c.trace_id == records.c.trace_id)))
+                .where(records.c.tenant_id == tenant_id, records.c.created_at < cutoff,
+                       queries.c.redacted.is_(False)).order_by(records.c.sequence))]
+            if not targets:
+                return 0
+            conn.execute(redactions.insert(), [
+                {"tenant_id": tenant_id, "trace_id": t, "redacted_at": now, "reason": reason, "actor_ref": actor_ref}
+                for t in targets])
+            for chunk in _chunks(targets, 500):
+                conn.execute(queries.update()
+                             .where(queries.c.tenant_id == tenant_id, queries.c.trace_id.in_(chunk))
+                             .values(raw="", normalized="", nonce=None, redacted=True))
+            return len(targets)
+
+    def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(redactions).where(
+                redactions.c.tenant_id == tenant_id, redactions.c.trace_id == trace_id)
+                .order_by(redactions.c.id)).all()
+        return [RedactionRow(r.tenant_id, r.trace_id, r.redacted_at, r.reason, r.actor_ref) for r in rows]
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def utcnow_naive() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def open_store(url: str, migrate: bool = True) -> SqlTraceStore:
+    store = SqlTraceStore(url)
+    if migrate:
+        store.migrate()
+    return store
