@@ -1,0 +1,227 @@
+"""Generate over real gRPC (in-process server on port 0): the extractive default, the context
+budget, regeneration with feedback, the hostile-instruction passage, the fault-injecting test
+backend, and input validation."""
+
+from __future__ import annotations
+
+import re
+
+import grpc
+import pytest
+from citetrace.common.v1 import common_pb2
+from citetrace.generation.v1 import generation_service_pb2 as pb
+from citetrace.generation.v1 import generation_service_pb2_grpc as pb_grpc
+from citetrace.kit.clients import error_info
+from citetrace.kit.telemetry import add_span_processor, setup_tracing
+from citetrace.kit.testing import serving
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from services.generation.servicer import build_spec
+from services.generation.settings import Settings
+
+from .fixtures import TEXTS, labelled
+
+ARRIVAL = common_pb2.INTENT_ARRIVAL_PREPARATION
+CANCEL = common_pb2.INTENT_CANCELLATION_RESCHEDULING
+
+
+@pytest.fixture
+def generate(auth, metadata_for):
+    """generate(request, **settings) -> GenerateResponse from a fresh in-process server."""
+    runners = []
+
+    def call(request: pb.GenerateRequest, **overrides) -> pb.GenerateResponse:
+        spec = build_spec(Settings(port=0, metrics_port=-1, **overrides))
+        ctx = serving(spec, auth)
+        runner = ctx.__enter__()
+        runners.append(ctx)
+        with grpc.insecure_channel(runner.address) as channel:
+            return pb_grpc.GenerationServiceStub(channel).Generate(
+                request, timeout=10, metadata=metadata_for("acme-health")
+            )
+
+    yield call
+    for ctx in runners:
+        ctx.__exit__(None, None, None)
+
+
+def _collapsed(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def _in_some_passage(claim_text: str, keys) -> bool:
+    return any(claim_text in _collapsed(TEXTS[k]) for k in keys)
+
+
+def test_extractive_answers_from_the_right_passage_with_qualifier(generate):
+    keys = ("arrival", "cancellation")
+    reply = generate(pb.GenerateRequest(question="When should I arrive for my MRI?", intent=ARRIVAL,
+                                        passages=labelled(*keys)))
+    assert reply.claims, "the arrival question must be answered"
+    first = reply.claims[0]
+    assert first.claim_id == "c1"
+    assert "MRI patients must arrive 30 minutes early" in first.text
+    assert "However, patients who completed the questionnaire online" in first.text  # qualifier kept
+    assert list(first.evidence_labels) == ["S1"]
+    assert first.claim_type == common_pb2.CLAIM_TYPE_ARRIVAL_RULE
+    assert [c.claim_id for c in reply.claims] == [f"c{i}" for i in range(1, len(reply.claims) + 1)]
+    for claim in reply.claims:
+        assert _in_some_passage(claim.text, keys), "extractive text must be source wording"
+        assert "http" not in claim.text and "www." not in claim.text
+        assert "cancel" not in claim.text.lower()
+    assert reply.generator.backend == "extractive"
+    assert reply.generator.model_id and reply.generator.prompt_version == "extractive-v1"
+    assert reply.generator.settings["max_passages"] == "6"
+    assert list(reply.labels_offered) == ["S1", "S2"]
+    assert reply.passages_offered == 2
+    assert reply.chars_offered == len(TEXTS["arrival"]) + len(TEXTS["cancellation"])
+    assert reply.passages_used == 1 and reply.chars_used == len(TEXTS["arrival"])
+
+
+def test_extractive_is_not_just_the_first_passage(generate):
+    reply = generate(pb.GenerateRequest(question="Is there a fee if I cancel the day before?", intent=CANCEL,
+                                        passages=labelled("arrival", "cancellation", "profile")))
+    assert reply.claims
+    assert all(list(c.evidence_labels) == ["S2"] for c in reply.claims)
+    assert any("$25" in c.text and "except when the clinic cancels" in c.text for c in reply.claims)
+    assert {c.claim_type for c in reply.claims} == {common_pb2.CLAIM_TYPE_CANCELLATION_TERM}
+
+
+def test_extractive_is_deterministic(generate):
+    request = pb.GenerateRequest(question="When should I arrive?", intent=ARRIVAL,
+                                 passages=labelled("arrival", "walkin"))
+    assert generate(request) == generate(request)
+
+
+def test_identical_sentence_in_two_passages_cites_both(generate):
+    passages = labelled("walkin", "walkin")
+    passages[1].passage.identity.passage_id = "another-" + passages[1].passage.identity.passage_id
+    reply = generate(pb.GenerateRequest(question="Can I walk in?", passages=passages))
+    assert reply.claims and list(reply.claims[0].evidence_labels) == ["S1", "S2"]
+
+
+def test_hostile_instruction_passage_does_not_change_behaviour(generate):
+    question = "Can I just walk in without an appointment?"
+    clean = generate(pb.GenerateRequest(question=question, passages=labelled("walkin")))
+    hostile_first = generate(pb.GenerateRequest(question=question, passages=labelled("hostile", "walkin")))
+    assert clean.claims
+    assert [c.text for c in hostile_first.claims] == [c.text for c in clean.claims]
+    assert all(list(c.evidence_labels) == ["S2"] for c in hostile_first.claims)
+    for claim in hostile_first.claims:
+        assert "ignore" not in claim.text.lower()
+        assert "welcome" not in claim.text.lower()
+    # Alone, the hostile passage yields no answer at all rather than its instruction.
+    alone = generate(pb.GenerateRequest(question="Are walk-ins welcome?", passages=labelled("hostile")))
+    assert all("walk-ins are welcome" not in c.text for c in alone.claims)
+
+
+def test_no_overlap_means_no_claims(generate):
+    reply = generate(pb.GenerateRequest(question="Do you validate parking for bicycles on Sundays?",
+                                        intent=common_pb2.INTENT_OTHER, passages=labelled("profile")))
+    assert list(reply.claims) == []
+    assert reply.passages_used == 0
+
+
+def test_budget_setting_and_request_budget_apply_in_rank_order(generate):
+    keys = ("arrival", "cancellation", "walkin", "profile")
+    by_setting = generate(pb.GenerateRequest(question="cancel fee", intent=CANCEL, passages=labelled(*keys)),
+                          max_passages=2)
+    assert list(by_setting.labels_offered) == ["S1", "S2"] and by_setting.passages_offered == 2
+    by_request = generate(pb.GenerateRequest(question="walk in booking", passages=labelled(*keys),
+                                             budget=pb.ContextBudget(max_passages=1)))
+    assert list(by_request.labels_offered) == ["S1"]
+    assert all(set(c.evidence_labels) <= {"S1"} for c in by_request.claims)
+    # A request may tighten, never widen the configured budget.
+    widened = generate(pb.GenerateRequest(question="walk in", passages=labelled(*keys),
+                                          budget=pb.ContextBudget(max_passages=50)), max_passages=3)
+    assert widened.passages_offered == 3
+    # Characters: the prefix that fits, then stop.
+    limit = len(TEXTS["arrival"]) + 10
+    by_chars = generate(pb.GenerateRequest(question="walk in", passages=labelled(*keys),
+                                           budget=pb.ContextBudget(max_chars=limit)))
+    assert list(by_chars.labels_offered) == ["S1"] and by_chars.chars_offered == len(TEXTS["arrival"])
+    assert by_chars.generator.settings["max_chars"] == str(limit)
+
+
+def test_regeneration_drops_rejected_claims(generate):
+    request = pb.GenerateRequest(question="When should I arrive for my MRI?", intent=ARRIVAL,
+                                 passages=labelled("arrival", "cancellation"))
+    first = generate(request)
+    rejected = first.claims[0]
+    request.attempt = 2
+    request.feedback.append(pb.ClaimFeedback(claim_id=rejected.claim_id,
+                                             support=common_pb2.SUPPORT_VERDICT_UNSUPPORTED,
+                                             reasons=[common_pb2.FAILURE_REASON_UNSUPPORTED_CLAIM]))
+    second = generate(request)
+    assert second.claims
+    assert rejected.text not in [c.text for c in second.claims]
+    assert rejected.claim_id not in [c.claim_id for c in second.claims]
+    # the other claims keep their IDs: feedback names the same sentences on every attempt
+    kept = {c.claim_id: c.text for c in first.claims[1:]}
+    for claim in second.claims:
+        if claim.claim_id in kept:
+            assert kept[claim.claim_id] == claim.text
+
+
+def test_regeneration_drops_passage_with_structural_failure(generate):
+    request = pb.GenerateRequest(question="cancel or reschedule fee and arrival", intent=CANCEL,
+                                 passages=labelled("cancellation", "arrival"))
+    first = generate(request)
+    s1_claims = [c for c in first.claims if "S1" in c.evidence_labels]
+    assert s1_claims
+    request.attempt = 2
+    request.feedback.append(pb.ClaimFeedback(claim_id=s1_claims[0].claim_id,
+                                             reasons=[common_pb2.FAILURE_REASON_STALE_VERSION]))
+    second = generate(request)
+    assert all("S1" not in c.evidence_labels for c in second.claims)
+
+
+@pytest.mark.parametrize("fault", ["invent_label", "unsupported_addition", "drop_labels"])
+def test_fault_backend_injects_on_first_attempt_only(generate, fault):
+    request = pb.GenerateRequest(question="When should I arrive for my MRI?", intent=ARRIVAL,
+                                 passages=labelled("arrival"), attempt=1)
+    clean = generate(request)
+    faulty = generate(request, backend="test", test_fault=fault)
+    assert faulty.generator.backend == "test" and faulty.generator.settings["test_fault"] == fault
+    assert len(faulty.claims) == len(clean.claims) >= 2
+    if fault == "invent_label":
+        assert "S99" in faulty.claims[0].evidence_labels
+    elif fault == "unsupported_addition":
+        assert faulty.claims[-1].text.endswith("and an assessment.")
+        assert [c.text for c in faulty.claims[:-1]] == [c.text for c in clean.claims[:-1]]
+    else:
+        assert list(faulty.claims[0].evidence_labels) == []
+    request.attempt = 2
+    assert list(generate(request, backend="test", test_fault=fault).claims) == list(clean.claims)
+
+
+def test_generate_span_carries_no_text(generate):
+    exporter = InMemorySpanExporter()
+    setup_tracing("citetrace-test")
+    add_span_processor(SimpleSpanProcessor(exporter))
+    generate(pb.GenerateRequest(question="When should I arrive for my MRI?", intent=ARRIVAL,
+                                passages=labelled("arrival")))
+    spans = [s for s in exporter.get_finished_spans() if s.name == "generation.generate"]
+    assert spans
+    attrs = dict(spans[-1].attributes)
+    assert attrs["citetrace.backend"] == "extractive" and attrs["citetrace.passages_offered"] == 1
+    assert not any("MRI" in str(v) for v in attrs.values())
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda r: r.passages[1].__setattr__("label", "S1"), "DUPLICATE_LABEL"),
+        (lambda r: r.passages[0].__setattr__("label", "P1"), "INVALID_LABEL"),
+        (lambda r: r.__setattr__("question", "x" * 5000), "QUESTION_TOO_LONG"),
+        (lambda r: r.budget.__setattr__("max_chars", -1), "INVALID_BUDGET"),
+    ],
+)
+def test_bad_input_is_invalid_argument(generate, mutate, reason):
+    request = pb.GenerateRequest(question="When?", passages=labelled("arrival", "walkin"))
+    mutate(request)
+    with pytest.raises(grpc.RpcError) as caught:
+        generate(request)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == reason
