@@ -1,0 +1,123 @@
+"""The router: intents, entities, parts and the one focused clarification question."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from services.orchestrator.core.clinics import LocationInfo
+from services.orchestrator.core.router import load_lexicon, route
+
+NY = "America/New_York"
+ACME = [
+    LocationInfo("acme-northside", "Northside Family Clinic", "", NY, ("cardiology", "family_medicine")),
+    LocationInfo("acme-northgate", "Northgate Family Clinic", "", NY, ("cardiology", "dermatology", "family_medicine")),
+    LocationInfo("acme-harbor", "Harbor Imaging Center", "", NY, ("imaging",)),
+]
+CEDAR = [LocationInfo("cedar-main", "Cedar Main Street Clinic", "", "Pacific/Auckland", ("family_medicine", "imaging"))]
+AS_OF = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.UTC)
+
+
+def kinds(result):
+    return [p.kind for p in result.parts]
+
+
+def entity(result, kind):
+    return next((e.value for e in result.entities if e.kind == kind), None)
+
+
+def test_two_part_question_yields_a_slot_part_and_a_policy_part():
+    result = route("Can I book cardiology at Northside tomorrow, and when should I arrive?", AS_OF, ACME)
+    assert kinds(result) == ["LIVE_SLOT", "ARRIVAL_PREPARATION"]
+    slot, policy = result.parts
+    assert not slot.missing and not slot.clarification
+    assert slot.range_start == dt.datetime(2026, 12, 1, 5, tzinfo=dt.UTC)
+    assert slot.range_end == dt.datetime(2026, 12, 2, 5, tzinfo=dt.UTC)
+    assert entity(result, "specialty") == "cardiology"
+    assert entity(result, "location") == "acme-northside"
+    assert "arrive" in policy.query and "cardiology" in policy.query
+    assert result.version == load_lexicon().version
+
+
+def test_heart_doctor_is_cardiology_and_mri_implies_imaging_at_the_only_clinic_offering_it():
+    assert entity(route("Can I see a heart doctor at Northgate next Monday?", AS_OF, ACME), "specialty") == "cardiology"
+    result = route("Is there an MRI slot on the 3rd?", AS_OF, ACME)
+    assert entity(result, "appointment_type") == "mri"
+    assert entity(result, "specialty") == "imaging"
+    assert entity(result, "location") == "acme-harbor"
+    assert entity(result, "date") == "2026-12-03"
+
+
+def test_availability_without_specialty_asks_exactly_one_question():
+    result = route("Any openings this Friday?", AS_OF, ACME)
+    (part,) = result.parts
+    assert part.missing == ["specialty"]
+    assert part.clarification.startswith("Which specialty") and part.clarification.count("?") == 1
+
+
+def test_availability_without_location_when_several_offer_it_asks_which_clinic():
+    result = route("Can I book cardiology tomorrow?", AS_OF, ACME)
+    (part,) = result.parts
+    assert part.missing == ["location"]
+    assert "Northside Family Clinic" in part.clarification and "Northgate Family Clinic" in part.clarification
+    assert "Harbor" not in part.clarification  # it does not offer cardiology
+
+
+def test_ambiguous_clinic_asks_which_clinic():
+    result = route("Can I book cardiology at the family clinic tomorrow?", AS_OF, ACME)
+    (part,) = result.parts
+    assert part.missing == ["location"]
+    assert part.clarification == "Which clinic do you mean: Northgate Family Clinic or Northside Family Clinic?"
+
+
+def test_single_location_tenant_needs_no_location_and_uses_its_zone():
+    result = route("Can I book family medicine tomorrow?", AS_OF, CEDAR)
+    (part,) = result.parts
+    assert not part.missing
+    # Already Tuesday in Auckland at 13:00 UTC Monday: tomorrow is Wednesday 2 December local.
+    assert part.range_start == dt.datetime(2026, 12, 1, 11, tzinfo=dt.UTC)
+
+
+def test_permitted_locations_limit_the_candidates():
+    result = route("Can I book cardiology tomorrow?", AS_OF, ACME, permitted_location_ids=("acme-northgate",))
+    assert entity(result, "location") == "acme-northgate"
+    assert not result.parts[0].missing
+
+
+def test_mixed_question_routes_the_clinical_clause_to_the_boundary():
+    result = route("Can I book cardiology at Northgate tomorrow and should I stop my blood thinner?", AS_OF, ACME)
+    assert kinds(result) == ["LIVE_SLOT", "CLINICAL_BOUNDARY"]
+    assert result.parts[1].boundary.next_action == "CONTACT_CLINICIAN"
+    assert all("thinner" not in c for c in result.parts[0].clauses)
+    assert not result.in_scope
+
+
+def test_emergency_is_the_only_part():
+    result = route("I have chest pain, can I book cardiology today?", AS_OF, ACME)
+    assert kinds(result) == ["CLINICAL_BOUNDARY"]
+    assert result.parts[0].boundary.next_action == "CONTACT_EMERGENCY_SERVICES"
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How do I cancel my appointment?", "CANCELLATION_RESCHEDULING"),
+    ("Can I reschedule my MRI?", "CANCELLATION_RESCHEDULING"),
+    ("What should I bring to my first visit?", "ARRIVAL_PREPARATION"),
+    ("Do I need to fast before my CT?", "ARRIVAL_PREPARATION"),
+    ("Does Dr. Lindqvist speak Spanish?", "PROVIDER_DESCRIPTION"),
+    ("Where do I park?", "OTHER_POLICY"),
+])
+def test_policy_intents(question, kind):
+    assert kinds(route(question, AS_OF, ACME)) == [kind]
+
+
+def test_locations_unknown_neither_resolves_nor_asks_for_a_clinic():
+    result = route("Can I book cardiology tomorrow?", AS_OF, None)
+    (part,) = result.parts
+    assert part.missing == [] and not result.locations_known
+
+
+def test_route_is_deterministic():
+    question = "Can I book cardiology tomorrow, and when should I arrive?"
+    first, second = route(question, AS_OF, ACME), route(question, AS_OF, ACME)
+    assert first.parts == second.parts and first.entities == second.entities
