@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from citetrace.kit.server import run_service
+import os
 
-from services.retrieval.servicer import build_spec
-from services.retrieval.settings import PREFIX, Settings
+# Before numpy is imported: OpenBLAS threads would fight ONNX Runtime for the cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from citetrace.kit.server import run_service  # noqa: E402
+
+from services.retrieval.servicer import build_spec  # noqa: E402
+from services.retrieval.settings import PREFIX, Settings  # noqa: E402
 
 
 def main() -> None:

@@ -1,44 +1,211 @@
-"""Retrieval servicer: proto <-> domain only. Behaviour lands with the retrieval issue (#3)."""
+"""Retrieval servicer: proto <-> domain only; the behaviour is in services.retrieval.core."""
 
 from __future__ import annotations
 
-from citetrace.kit.errors import InvalidArgument, not_built_yet
+import logging
+from datetime import UTC, datetime
+
+from citetrace.common.v1 import common_pb2
+from citetrace.kit.context import current_principal
+from citetrace.kit.errors import InvalidArgument, Unavailable
 from citetrace.kit.server import ServiceSpec
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
+from google.protobuf import timestamp_pb2
+
+from services.retrieval.core import (
+    IngestCommand,
+    ReadPassage,
+    RetrievalCore,
+    SearchCommand,
+    SearchResult,
+    SpanRequest,
+)
+from services.retrieval.settings import Settings
+from services.retrieval.store.records import DocumentRecord, PassageRecord, VersionRecord
+
+log = logging.getLogger("citetrace.retrieval")
+
+_STATUS_TO_NAME = {
+    common_pb2.VERSION_STATUS_DRAFT: "draft",
+    common_pb2.VERSION_STATUS_APPROVED: "approved",
+    common_pb2.VERSION_STATUS_RETIRED: "retired",
+}
+_NAME_TO_STATUS = {name: value for value, name in _STATUS_TO_NAME.items()}
+_MODES = {
+    pb.SEARCH_MODE_UNSPECIFIED: "hybrid",
+    pb.SEARCH_MODE_HYBRID: "hybrid",
+    pb.SEARCH_MODE_LEXICAL: "lexical",
+    pb.SEARCH_MODE_VECTOR: "vector",
+}
+_MODE_TO_PB = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_LEXICAL, "vector": pb.SEARCH_MODE_VECTOR}
 
 
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
+    def __init__(self, core: RetrievalCore) -> None:
+        self.core = core
+        self._ready = False
+
+    def warm_up(self) -> None:
+        self.core.warm_up()
+        self._ready = True
+
+    def close(self) -> None:
+        self.core.close()
+
+    def _core(self) -> RetrievalCore:
+        if not self._ready:
+            raise Unavailable("NOT_READY", "the retrieval service is still warming up")
+        return self.core
+
     def IngestDocument(self, request, context):
         if not request.document.document_id:
             raise InvalidArgument("MISSING_DOCUMENT_ID", "document.document_id is required")
-        raise not_built_yet("IngestDocument", "issue #3")
+        d = request.document
+        cmd = IngestCommand(
+            document=DocumentRecord(tenant_id=d.tenant_id, document_id=d.document_id, source_class=d.source_class,
+                                    title=d.title, source_uri=d.source_uri),
+            text=request.text,
+            status=_status_name(request.status, allow_unspecified=True),
+            valid_from=_time(request, "valid_from"),
+            valid_to=_time(request, "valid_to"),
+            roles=tuple(request.roles),
+            location_scope=tuple(request.location_scope),
+            intents=tuple(request.intents),
+            locale=request.locale,
+        )
+        outcome = self._core().ingest(current_principal(), cmd)
+        return pb.IngestDocumentResponse(
+            version=version_to_proto(outcome.version),
+            passages=[identity_to_proto(p, outcome.version) for p in outcome.passages],
+            created=outcome.created,
+            superseded_version_ids=[v.version_id for v in outcome.superseded],
+        )
 
     def SetVersionStatus(self, request, context):
         if not request.version_id:
             raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
-        raise not_built_yet("SetVersionStatus", "issue #3")
+        status = _status_name(request.status, allow_unspecified=False)
+        version = self._core().set_status(current_principal(), request.version_id, status)
+        return pb.SetVersionStatusResponse(version=version_to_proto(version))
 
     def Search(self, request, context):
         if not request.query.strip():
             raise InvalidArgument("EMPTY_QUERY", "query must contain non-whitespace text")
-        raise not_built_yet("Search", "issue #3")
+        if request.mode not in _MODES:
+            raise InvalidArgument("INVALID_MODE", f"unknown search mode {request.mode}")
+        scope = request.scope
+        cmd = SearchCommand(
+            query=request.query, k=request.k, location_ids=tuple(scope.location_ids), intents=tuple(scope.intents),
+            locale=scope.locale, source_classes=tuple(scope.source_classes), as_of=_time(request, "as_of"),
+            mode=_MODES[request.mode])
+        return search_to_proto(self._core().search(current_principal(), cmd))
 
     def GetPassages(self, request, context):
         if not request.passage_ids and not request.spans:
             raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids or spans")
-        raise not_built_yet("GetPassages", "issue #3")
+        spans = [SpanRequest(s.version_id, s.start, s.end) for s in request.spans]
+        passages, versions = self._core().get_passages(current_principal(), list(request.passage_ids), spans)
+        return pb.GetPassagesResponse(passages=[read_to_proto(p) for p in passages],
+                                      versions=[version_to_proto(v) for v in versions])
 
     def ListVersions(self, request, context):
         if request.page_size < 0:
             raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
-        raise not_built_yet("ListVersions", "issue #3")
+        status = _STATUS_TO_NAME.get(request.status) if request.status else None
+        versions, token = self._core().list_versions(current_principal(), request.document_id, status,
+                                                     request.page_size, request.page_token)
+        return pb.ListVersionsResponse(versions=[version_to_proto(v) for v in versions], next_page_token=token)
 
 
-def build_spec(settings) -> ServiceSpec:
+# --- conversions --------------------------------------------------------------------------------
+
+def _status_name(value: int, *, allow_unspecified: bool) -> str | None:
+    if value == common_pb2.VERSION_STATUS_UNSPECIFIED:
+        if allow_unspecified:
+            return None
+        raise InvalidArgument("MISSING_STATUS", "status must be DRAFT, APPROVED or RETIRED")
+    if value not in _STATUS_TO_NAME:
+        raise InvalidArgument("INVALID_STATUS", f"unknown status {value}")
+    return _STATUS_TO_NAME[value]
+
+
+def _time(message, field: str) -> datetime | None:
+    if not message.HasField(field):
+        return None
+    return getattr(message, field).ToDatetime(tzinfo=UTC)
+
+
+def _timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
+    if value is None:
+        return None
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def version_to_proto(v: VersionRecord) -> common_pb2.DocumentVersion:
+    return common_pb2.DocumentVersion(
+        document=common_pb2.Document(tenant_id=v.tenant_id, document_id=v.document_id,
+                                     source_class=v.source_class, title=v.title, source_uri=v.source_uri),
+        version_id=v.version_id,
+        status=_NAME_TO_STATUS[v.status],
+        valid_from=_timestamp(v.valid_from),
+        valid_to=_timestamp(v.valid_to),
+        roles=list(v.roles),
+        location_scope=list(v.location_scope),
+        intents=list(v.intents),
+        locale=v.locale,
+        extraction_version=v.extraction_version,
+        ingested_at=_timestamp(v.ingested_at),
+        text_length=v.text_length,
+        superseded_by_version_id=v.superseded_by_version_id or "",
+    )
+
+
+def identity_to_proto(p: PassageRecord, v: VersionRecord) -> common_pb2.PassageIdentity:
+    return common_pb2.PassageIdentity(
+        passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id, version_id=p.version_id,
+        start=p.start, end=p.end, content_sha256=p.content_sha256, source_anchor=p.source_anchor,
+        source_class=v.source_class, extraction_version=p.extraction_version)
+
+
+def passage_to_proto(p: PassageRecord, text: str, v: VersionRecord) -> common_pb2.Passage:
+    return common_pb2.Passage(identity=identity_to_proto(p, v), text=text, heading_context=p.heading_context,
+                              title=v.title, locale=v.locale)
+
+
+def read_to_proto(r: ReadPassage) -> common_pb2.Passage:
+    return passage_to_proto(r.passage, r.text, r.version)
+
+
+def search_to_proto(result: SearchResult) -> pb.SearchResponse:
+    f = result.filters
+    settings = pb.RetrievalSettings(
+        backend=result.backend, index_generation=result.index_generation, k=result.k,
+        candidate_k=result.fusion.candidate_k, fusion_method=result.fusion.method,
+        lexical_weight=result.fusion.lexical_weight, vector_weight=result.fusion.vector_weight,
+        rrf_k=result.fusion.rrf_k, embedding_model_id=result.embedding_model_id,
+        mode=_MODE_TO_PB[result.fusion.mode],
+        filters=pb.AppliedFilters(
+            tenant_id=f.tenant_id, roles=list(f.roles), location_ids=list(f.location_ids), intents=list(f.intents),
+            locale=f.locale, status=_NAME_TO_STATUS[f.status], effective_at=_timestamp(f.effective_at),
+            source_classes=list(f.source_classes)),
+    )
+    return pb.SearchResponse(
+        hits=[pb.SearchHit(label=h.label, passage=passage_to_proto(h.passage, h.text, h.version),
+                           lexical_score=h.lexical_score, lexical_rank=h.lexical_rank,
+                           vector_score=h.vector_score, vector_rank=h.vector_rank,
+                           fused_score=h.fused_score, fused_rank=h.fused_rank)
+              for h in result.hits],
+        settings=settings,
+    )
+
+
+def build_spec(settings: Settings, core: RetrievalCore | None = None) -> ServiceSpec:
     return ServiceSpec(
         name="retrieval",
         full_name=pb.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
-        servicer=RetrievalServicer(),
+        servicer=RetrievalServicer(core or RetrievalCore(settings)),
         register=pb_grpc.add_RetrievalServiceServicer_to_server,
     )

@@ -1,0 +1,551 @@
+"""The retrieval authority's behaviour, free of gRPC: ingestion, lifecycle, scoped hybrid search,
+exact passages. The store of record (SQL) is the truth; the search index and the in-memory passage
+view are derived from it (rebuilt at warm-up, updated on every write)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import threading
+from datetime import UTC, datetime
+
+import numpy as np
+from citetrace.embeddings import Embedder, EmbeddingCache
+from citetrace.kit import roles as R
+from citetrace.kit.auth import Principal
+from citetrace.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unavailable
+from citetrace.kit.metrics import RETRIEVAL_EMPTY
+from citetrace.kit.telemetry import stage
+
+from services.retrieval.chunker import MarkdownChunker, normalize_text
+from services.retrieval.index import (
+    EmbeddedIndex,
+    FusionSettings,
+    IndexedPassage,
+    ScopeFilter,
+    SearchQuery,
+    fuse,
+)
+from services.retrieval.index.base import SearchBackend
+from services.retrieval.settings import Settings
+from services.retrieval.store.records import (
+    APPROVED,
+    DRAFT,
+    STATUSES,
+    TRANSITIONS,
+    DocumentRecord,
+    IngestOutcome,
+    PassageRecord,
+    VersionRecord,
+    passage_id_of,
+    sha256_hex,
+    version_id_of,
+)
+from services.retrieval.store.store import Store, VersionConflict, decode_page_token, encode_page_token
+
+log = logging.getLogger("citetrace.retrieval")
+
+SERVICE = "retrieval"
+SOURCE_CLASSES = ("scheduling_policy", "preparation_instructions", "cancellation_policy", "provider_profile",
+                  "handbook", "regulatory")
+INTENTS = ("availability", "arrival_preparation", "cancellation_rescheduling", "provider_information", "other")
+AUDIENCE_ROLES = (R.PATIENT, R.STAFF, R.REVIEWER, R.AUDITOR, R.POLICY_ADMIN)
+# Roles that read every audience and every status of their own tenant (audit and review).
+PRIVILEGED_READERS = (R.POLICY_ADMIN, R.REVIEWER, R.AUDITOR)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
+_LOCALE = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestCommand:
+    document: DocumentRecord
+    text: str
+    status: str | None  # None: approved
+    valid_from: datetime | None  # None: now (on first ingest)
+    valid_to: datetime | None
+    roles: tuple[str, ...]
+    location_scope: tuple[str, ...]
+    intents: tuple[str, ...]
+    locale: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchCommand:
+    query: str
+    k: int
+    location_ids: tuple[str, ...] = ()
+    intents: tuple[str, ...] = ()
+    locale: str = ""
+    source_classes: tuple[str, ...] = ()
+    as_of: datetime | None = None
+    mode: str = "hybrid"  # hybrid | lexical | vector
+
+
+@dataclasses.dataclass(frozen=True)
+class AppliedFilters:
+    tenant_id: str
+    roles: tuple[str, ...]
+    location_ids: tuple[str, ...]
+    intents: tuple[str, ...]
+    locale: str
+    status: str
+    effective_at: datetime
+    source_classes: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchHitResult:
+    label: str
+    passage: PassageRecord
+    text: str
+    version: VersionRecord
+    lexical_score: float
+    lexical_rank: int
+    vector_score: float
+    vector_rank: int
+    fused_score: float
+    fused_rank: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    hits: list[SearchHitResult]
+    backend: str
+    index_generation: str
+    k: int
+    fusion: FusionSettings
+    embedding_model_id: str
+    filters: AppliedFilters
+
+
+@dataclasses.dataclass(frozen=True)
+class SpanRequest:
+    version_id: str
+    start: int
+    end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPassage:
+    passage: PassageRecord
+    text: str
+    version: VersionRecord
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def embedding_text(heading_context: str, text: str) -> str:
+    """What is embedded and lexically indexed for a passage: its heading context, then its text."""
+    return f"{heading_context}\n{text}" if heading_context else text
+
+
+class RetrievalCore:
+    def __init__(self, settings: Settings, *, store: Store | None = None, backend: SearchBackend | None = None,
+                 embedder: Embedder | None = None) -> None:
+        if settings.backend != "embedded":
+            raise Unavailable("BACKEND_NOT_BUILT",
+                              f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
+        self.settings = settings
+        self.store = store or Store(settings.resolved_database_url())
+        self.backend = backend or EmbeddedIndex()
+        self.embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens)
+        self.chunker = MarkdownChunker(settings.chunk_target_chars, settings.chunk_hard_limit_chars)
+        self.fusion = FusionSettings(method=settings.fusion_method, rrf_k=settings.rrf_k,
+                                     lexical_weight=settings.lexical_weight, vector_weight=settings.vector_weight,
+                                     candidate_k=settings.candidate_k)
+        self.cache: EmbeddingCache | None = None
+        # Derived, in-memory view for fast hit resolution: passage_id -> (passage, text) and
+        # (tenant, version_id) -> version. Rebuilt from the store; updated on every write.
+        self._passages: dict[str, tuple[PassageRecord, str]] = {}
+        self._versions: dict[tuple[str, str], VersionRecord] = {}
+        self._write_lock = threading.RLock()
+        self._ready = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Migrations, model check, and the index rebuilt from the store of record."""
+        self.store.migrate()
+        self.embedder.warm_up()
+        self.cache = EmbeddingCache(self.settings.resolved_cache_path())
+        self.rebuild_index()
+        self._ready = True
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+        self.store.close()
+
+    def rebuild_index(self) -> int:
+        with self._write_lock:
+            count = 0
+            for version, text, passages in self.store.iter_indexable():
+                self._index_version(version, text, passages)
+                count += len(passages)
+            log.info("retrieval: index rebuilt from the store: %d passages, generation %s", count,
+                     self.backend.generation())
+            return count
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        if self.cache is None:
+            return self.embedder.embed(texts)
+        return self.cache.embed_cached(self.embedder, texts)
+
+    def _index_version(self, version: VersionRecord, text: str, passages: list[PassageRecord]) -> None:
+        key = (version.tenant_id, version.version_id)
+        self._versions[key] = version
+        for p in passages:
+            self._passages[p.passage_id] = (p, text[p.start:p.end])
+        if version.never_effective or not passages:
+            self.backend.remove_version(version.tenant_id, version.version_id)
+            return
+        inputs = [embedding_text(p.heading_context, text[p.start:p.end]) for p in passages]
+        vectors = self._embed(inputs)
+        report = self.backend.upsert(
+            IndexedPassage(
+                passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
+                version_id=p.version_id, source_class=version.source_class, text=body,
+                roles=version.roles, location_scope=version.location_scope, intents=version.intents,
+                locale=version.locale, status=version.status, valid_from=version.valid_from,
+                valid_to=version.valid_to, vector=vector)
+            for p, body, vector in zip(passages, inputs, vectors, strict=True))
+        if report.errors:
+            log.error("retrieval: index refused %d passages of version %s: %s", len(report.errors),
+                      version.version_id, report.errors[:3])
+
+    def _refresh_version(self, version: VersionRecord) -> None:
+        """A version's metadata changed in the store (status, valid_to): update the derived views."""
+        key = (version.tenant_id, version.version_id)
+        self._versions[key] = version
+        if version.never_effective:
+            self.backend.remove_version(version.tenant_id, version.version_id)
+            return
+        passages = [p for p, _ in (self._passages.get(pid, (None, None)) for pid in self._version_pids(key)) if p]
+        if not passages:
+            return
+        text = self.store.get_version_text(*key) or ""
+        self.backend.remove_version(*key)
+        self._index_version(version, text, passages)
+
+    def _version_pids(self, key: tuple[str, str]) -> list[str]:
+        return [p.passage_id for p in self.store.active_passages(*key)]
+
+    # --- ingestion ----------------------------------------------------------------------------
+
+    def ingest(self, principal: Principal, cmd: IngestCommand) -> IngestOutcome:
+        self._require_admin(principal)
+        doc = cmd.document
+        if not doc.tenant_id:
+            raise InvalidArgument("MISSING_TENANT_ID", "document.tenant_id is required")
+        if doc.tenant_id != principal.tenant_id:
+            raise PermissionDenied("TENANT_MISMATCH",
+                                   "document.tenant_id must be the caller's tenant (from the token)")
+        if not doc.document_id:
+            raise InvalidArgument("MISSING_DOCUMENT_ID", "document.document_id is required")
+        if not _ID.match(doc.document_id):
+            raise InvalidArgument("INVALID_DOCUMENT_ID",
+                                  "document.document_id must match [A-Za-z0-9][A-Za-z0-9._/-]{0,255}")
+        if doc.source_class not in SOURCE_CLASSES:
+            raise InvalidArgument("UNKNOWN_SOURCE_CLASS",
+                                  f"document.source_class {doc.source_class!r} is not one of {', '.join(SOURCE_CLASSES)}")
+        if not doc.title.strip():
+            raise InvalidArgument("MISSING_TITLE", "document.title is required")
+        if not cmd.text.strip():
+            raise InvalidArgument("EMPTY_TEXT", "text must contain non-whitespace characters")
+        if len(cmd.text) > self.settings.max_document_chars:
+            raise InvalidArgument("TEXT_TOO_LONG",
+                                  f"text has {len(cmd.text)} characters; the limit is {self.settings.max_document_chars}")
+        if "\x00" in cmd.text:
+            raise InvalidArgument("INVALID_TEXT", "text must not contain NUL characters")
+        status = cmd.status or APPROVED
+        if status not in STATUSES:
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        if not cmd.roles:
+            raise InvalidArgument("MISSING_ROLES", "roles (the audience) must name at least one role")
+        self._check_vocabulary("roles", cmd.roles, AUDIENCE_ROLES, "UNKNOWN_ROLE")
+        self._check_vocabulary("intents", cmd.intents, INTENTS, "UNKNOWN_INTENT")
+        for location in cmd.location_scope:
+            if not _ID.match(location):
+                raise InvalidArgument("INVALID_LOCATION_ID", f"location_scope entry {location!r} is malformed")
+        locale = cmd.locale or "en"
+        if not _LOCALE.match(locale):
+            raise InvalidArgument("INVALID_LOCALE", f"locale {locale!r} is not a language tag like en or nb-NO")
+        now = utcnow()
+        valid_from = cmd.valid_from or now
+        if cmd.valid_to is not None and cmd.valid_to <= valid_from:
+            raise InvalidArgument("INVALID_VALIDITY_WINDOW", "valid_to must be after valid_from")
+
+        text = normalize_text(cmd.text)
+        version_id = version_id_of(text)
+        chunks = self.chunker.chunk(text)
+        extraction = self.chunker.extraction_version
+        passages = [
+            PassageRecord(
+                passage_id=passage_id_of(doc.tenant_id, doc.document_id, version_id, c.start, c.end),
+                tenant_id=doc.tenant_id, document_id=doc.document_id, version_id=version_id, ordinal=i,
+                start=c.start, end=c.end, content_sha256=sha256_hex(text[c.start:c.end]),
+                source_anchor=c.source_anchor, heading_context=c.heading_context, extraction_version=extraction)
+            for i, c in enumerate(chunks)]
+        version = VersionRecord(
+            tenant_id=doc.tenant_id, document_id=doc.document_id, version_id=version_id,
+            source_class=doc.source_class, title=doc.title.strip(), source_uri=doc.source_uri, status=status,
+            valid_from=valid_from, valid_to=cmd.valid_to, roles=tuple(sorted(set(cmd.roles))),
+            location_scope=tuple(sorted(set(cmd.location_scope))), intents=tuple(sorted(set(cmd.intents))),
+            locale=locale, extraction_version=extraction, ingested_at=now, text_length=len(text))
+        with stage(SERVICE, "retrieval.ingest", passages=len(passages)):
+            # Embed before storing: a model failure stores nothing. Cached by text digest.
+            self._embed([embedding_text(p.heading_context, text[p.start:p.end]) for p in passages])
+            with self._write_lock:
+                try:
+                    outcome = self.store.ingest(doc, version, text, passages, now,
+                                                compare_valid_from=cmd.valid_from is not None)
+                except VersionConflict as err:
+                    raise FailedPrecondition(err.reason, err.message) from err
+                if outcome.created or outcome.reextracted:
+                    if outcome.reextracted:
+                        self.backend.remove_version(doc.tenant_id, version_id)
+                    self._index_version(outcome.version, text, outcome.passages)
+                for old in outcome.superseded:
+                    self._refresh_version(old)
+        return outcome
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def set_status(self, principal: Principal, version_id: str, status: str) -> VersionRecord:
+        self._require_admin(principal)
+        if not version_id:
+            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
+        if not status:
+            raise InvalidArgument("MISSING_STATUS", "status must be DRAFT, APPROVED or RETIRED")
+        if status not in STATUSES:
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(STATUSES)}")
+
+        def check(old: str, new: str) -> None:
+            if old != new and (old, new) not in TRANSITIONS:
+                raise FailedPrecondition("ILLEGAL_STATUS_TRANSITION",
+                                         f"version {version_id} is {old}; {old} -> {new} is not allowed "
+                                         "(only draft -> approved -> retired)")
+
+        with self._write_lock:
+            result = self.store.set_status(principal.tenant_id, version_id, status, utcnow(), check)
+            if result is None:
+                raise NotFound("VERSION_NOT_FOUND", f"no version {version_id} in the caller's tenant")
+            before, after, superseded = result
+            if before.status != after.status:
+                self._versions[(after.tenant_id, after.version_id)] = after
+                self.backend.set_version_status(after.tenant_id, after.version_id, after.status)
+            for old in superseded:
+                self._refresh_version(old)
+        return after
+
+    # --- search -------------------------------------------------------------------------------
+
+    def search(self, principal: Principal, cmd: SearchCommand) -> SearchResult:
+        s = self.settings
+        if not cmd.query.strip():
+            raise InvalidArgument("EMPTY_QUERY", "query must contain non-whitespace text")
+        if len(cmd.query) > s.max_query_chars:
+            raise InvalidArgument("QUERY_TOO_LONG",
+                                  f"query has {len(cmd.query)} characters; the limit is {s.max_query_chars}")
+        if not 1 <= cmd.k <= s.max_k:
+            raise InvalidArgument("K_OUT_OF_RANGE", f"k must be in 1..{s.max_k}, got {cmd.k}")
+        if cmd.mode not in ("hybrid", "lexical", "vector"):
+            raise InvalidArgument("INVALID_MODE", f"mode {cmd.mode!r} is not hybrid, lexical or vector")
+        self._check_vocabulary("scope.intents", cmd.intents, INTENTS, "UNKNOWN_INTENT")
+        for location in cmd.location_ids:
+            if not _ID.match(location):
+                raise InvalidArgument("INVALID_LOCATION_ID", f"scope.location_ids entry {location!r} is malformed")
+        if cmd.locale and not _LOCALE.match(cmd.locale):
+            raise InvalidArgument("INVALID_LOCALE", f"scope.locale {cmd.locale!r} is not a language tag")
+        if cmd.source_classes:
+            # The shared ScopeFilter (services/retrieval/index/types.py) has no source-class clause,
+            # and filtering a broad result afterwards is forbidden: refuse rather than post-filter.
+            raise InvalidArgument("SOURCE_CLASS_FILTER_UNSUPPORTED",
+                                  "scope.source_classes is not supported by the search backend yet; "
+                                  "narrow by scope.intents instead")
+        if not self.store.tenant_exists(principal.tenant_id):
+            raise InvalidArgument("UNKNOWN_TENANT", f"tenant {principal.tenant_id!r} has no documents")
+        locations = self._effective_locations(principal, cmd.location_ids)
+        as_of = cmd.as_of or utcnow()
+        scope = ScopeFilter(tenant_id=principal.tenant_id, roles=principal.roles, location_ids=locations,
+                            intents=tuple(sorted(set(cmd.intents))), locale=cmd.locale or None, as_of=as_of)
+        fusion = dataclasses.replace(self.fusion, mode=cmd.mode)
+        filters = AppliedFilters(tenant_id=scope.tenant_id, roles=scope.roles, location_ids=scope.location_ids,
+                                 intents=scope.intents, locale=cmd.locale, status=APPROVED, effective_at=as_of,
+                                 source_classes=())
+        with stage(SERVICE, "retrieval.search", k=cmd.k, mode=cmd.mode, backend=self.backend.name) as span:
+            generation = self.backend.generation()
+            vector = None
+            if cmd.mode != "lexical":
+                with stage(SERVICE, "retrieval.embed"):
+                    vector = self.embedder.embed([cmd.query])[0]
+            lexical: list[tuple[str, float]] = []
+            dense: list[tuple[str, float]] = []
+            if cmd.mode != "vector":
+                with stage(SERVICE, "retrieval.lexical") as sub:
+                    lexical = self._one_list(cmd.query, vector, scope, fusion, "lexical")
+                    sub.set_attribute("citetrace.candidates", len(lexical))
+            if cmd.mode != "lexical":
+                with stage(SERVICE, "retrieval.vector") as sub:
+                    dense = self._one_list(cmd.query, vector, scope, fusion, "vector")
+                    sub.set_attribute("citetrace.candidates", len(dense))
+            with stage(SERVICE, "retrieval.fuse", method=fusion.method):
+                fused = fuse(lexical, dense, fusion)[:cmd.k]
+            hits = self._resolve(principal.tenant_id, fused)
+            span.set_attribute("citetrace.hits", len(hits))
+        if not hits:
+            RETRIEVAL_EMPTY.inc()
+        return SearchResult(hits=hits, backend=self.backend.name, index_generation=generation, k=cmd.k,
+                            fusion=fusion, embedding_model_id=self.embedder.model_id, filters=filters)
+
+    def _one_list(self, text, vector, scope, fusion, mode) -> list[tuple[str, float]]:
+        """One retriever's candidates, the scope applied inside it by the backend."""
+        single = dataclasses.replace(fusion, mode=mode)
+        hits = self.backend.search(SearchQuery(text=text, vector=vector if mode == "vector" else None,
+                                               scope=scope, k=fusion.candidate_k, fusion=single))
+        if mode == "lexical":
+            return [(h.passage_id, h.lexical_score) for h in hits]
+        return [(h.passage_id, h.vector_score) for h in hits]
+
+    def _resolve(self, tenant_id: str, fused) -> list[SearchHitResult]:
+        out = []
+        for hit in fused:
+            entry = self._passages.get(hit.passage_id)
+            version = self._versions.get((tenant_id, entry[0].version_id)) if entry else None
+            if entry is None or version is None or entry[0].tenant_id != tenant_id:
+                log.error("retrieval: index returned passage %s unknown to the store view", hit.passage_id)
+                continue
+            passage, text = entry
+            out.append(SearchHitResult(
+                label=f"S{len(out) + 1}", passage=passage, text=text, version=version,
+                lexical_score=hit.lexical_score or 0.0, lexical_rank=hit.lexical_rank or 0,
+                vector_score=hit.vector_score or 0.0, vector_rank=hit.vector_rank or 0,
+                fused_score=hit.fused_score, fused_rank=len(out) + 1))
+        return out
+
+    @staticmethod
+    def _effective_locations(principal: Principal, requested: tuple[str, ...]) -> tuple[str, ...]:
+        """Requested locations intersected with the principal's (empty principal list = all)."""
+        requested = tuple(sorted(set(requested)))
+        if not principal.location_ids:
+            return requested
+        if not requested:
+            return tuple(sorted(principal.location_ids))
+        allowed = tuple(loc for loc in requested if loc in principal.location_ids)
+        if not allowed:
+            raise PermissionDenied("LOCATION_NOT_PERMITTED",
+                                   "none of scope.location_ids is among the caller's permitted locations")
+        return allowed
+
+    # --- reading passages ---------------------------------------------------------------------
+
+    def get_passages(self, principal: Principal, passage_ids: list[str], spans: list[SpanRequest]
+                     ) -> tuple[list[ReadPassage], list[VersionRecord]]:
+        if not passage_ids and not spans:
+            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids or spans")
+        if len(passage_ids) + len(spans) > self.settings.max_passages_per_request:
+            raise InvalidArgument("TOO_MANY_PASSAGES",
+                                  f"at most {self.settings.max_passages_per_request} passages per request")
+        out: list[ReadPassage] = []
+        found = self.store.get_passages(principal.tenant_id, passage_ids)
+        for pid in passage_ids:
+            entry = found.get(pid)
+            if entry is None or not self._can_read(principal, entry[2]):
+                raise NotFound("PASSAGE_NOT_FOUND", f"no passage {pid} visible to the caller", passage_id=pid)
+            out.append(ReadPassage(*entry))
+        for span in spans:
+            out.append(self._read_span(principal, span))
+        versions: dict[str, VersionRecord] = {}
+        for item in out:
+            versions.setdefault(item.version.version_id, item.version)
+        return out, list(versions.values())
+
+    def _read_span(self, principal: Principal, span: SpanRequest) -> ReadPassage:
+        version = self.store.get_version(principal.tenant_id, span.version_id) if span.version_id else None
+        if version is None or not self._can_read(principal, version):
+            raise NotFound("VERSION_NOT_FOUND", f"no version {span.version_id!r} visible to the caller",
+                           version_id=span.version_id)
+        if not 0 <= span.start < span.end <= version.text_length:
+            raise InvalidArgument("SPAN_OUT_OF_RANGE",
+                                  f"span [{span.start}, {span.end}) is not inside the version text "
+                                  f"[0, {version.text_length})")
+        text = self.store.get_version_text(principal.tenant_id, span.version_id) or ""
+        pid = passage_id_of(version.tenant_id, version.document_id, version.version_id, span.start, span.end)
+        stored = self.store.get_passages(principal.tenant_id, [pid]).get(pid)
+        if stored is not None:
+            return ReadPassage(*stored)
+        # A span that is not a stored passage: identity computed the same way; the heading context
+        # of the stored passage that contains its start.
+        anchor, context = "", ""
+        for p in self.store.active_passages(version.tenant_id, version.version_id):
+            if p.start <= span.start < p.end:
+                anchor, context = p.source_anchor, p.heading_context
+                break
+        body = text[span.start:span.end]
+        passage = PassageRecord(passage_id=pid, tenant_id=version.tenant_id, document_id=version.document_id,
+                                version_id=version.version_id, ordinal=-1, start=span.start, end=span.end,
+                                content_sha256=sha256_hex(body), source_anchor=anchor, heading_context=context,
+                                extraction_version=version.extraction_version, active=False)
+        return ReadPassage(passage, body, version)
+
+    @staticmethod
+    def _can_read(principal: Principal, version: VersionRecord) -> bool:
+        """Same tenant (the store query already enforces it), then audience: a privileged reader
+        (policy_admin, reviewer, auditor) sees every audience and status of its tenant; anyone else
+        only versions whose audience shares one of their roles, and never drafts."""
+        if version.tenant_id != principal.tenant_id:
+            return False
+        if principal.has_any_role(PRIVILEGED_READERS):
+            return True
+        if version.status == DRAFT:
+            return False
+        return not version.roles or principal.has_any_role(version.roles)
+
+    # --- listing ------------------------------------------------------------------------------
+
+    def list_versions(self, principal: Principal, document_id: str, status: str | None, page_size: int,
+                      page_token: str) -> tuple[list[VersionRecord], str]:
+        if page_size < 0:
+            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
+        if status is not None and status not in STATUSES:
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        size = min(page_size or self.settings.default_page_size, self.settings.max_page_size)
+        after = None
+        if page_token:
+            try:
+                after = decode_page_token(page_token)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token was not issued by ListVersions") from exc
+        out: list[VersionRecord] = []
+        more = False
+        while True:
+            batch = self.store.list_versions(principal.tenant_id, document_id=document_id or None, status=status,
+                                             limit=size * 2, after=after)
+            for version in batch:
+                if self._can_read(principal, version):
+                    if len(out) == size:
+                        more = True
+                        break
+                    out.append(version)
+            if more or len(batch) < size * 2:
+                break
+            after = (batch[-1].ingested_at, batch[-1].version_id)
+        token = encode_page_token(out[-1].ingested_at, out[-1].version_id) if more and out else ""
+        return out, token
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _require_admin(principal: Principal) -> None:
+        if R.POLICY_ADMIN not in principal.roles:
+            raise PermissionDenied("POLICY_ADMIN_REQUIRED", "this call needs the policy_admin role")
+
+    @staticmethod
+    def _check_vocabulary(field: str, values, allowed, reason: str) -> None:
+        for value in values:
+            if value not in allowed:
+                raise InvalidArgument(reason, f"{field} entry {value!r} is not one of {', '.join(allowed)}")
+
