@@ -11,6 +11,7 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from opentelemetry.instrumentation.grpc import client_interceptor as otel_client_interceptor
+from opentelemetry.instrumentation.grpc import grpcext
 
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.context import current_token, remaining_seconds
@@ -22,6 +23,7 @@ DEFAULT_TIMEOUT_SECONDS = 5.0
 DEADLINE_RESERVE_SECONDS = 0.02
 
 _channels: dict[str, grpc.Channel] = {}
+_raw_channels: dict[str, grpc.Channel] = {}
 _lock = threading.Lock()
 
 
@@ -30,14 +32,18 @@ def channel(target: str) -> grpc.Channel:
     with _lock:
         if target not in _channels:
             raw = grpc.insecure_channel(target, options=[("grpc.enable_retries", 0)])
-            _channels[target] = grpc.intercept_channel(raw, otel_client_interceptor())
+            # The OTel client interceptor is a grpcext interceptor, not a grpc.*ClientInterceptor:
+            # grpc.intercept_channel rejects it, grpcext.intercept_channel wraps it.
+            _raw_channels[target] = raw
+            _channels[target] = grpcext.intercept_channel(raw, otel_client_interceptor())
         return _channels[target]
 
 
 def close_channels() -> None:
     with _lock:
-        for ch in _channels.values():
+        for ch in _raw_channels.values():
             ch.close()
+        _raw_channels.clear()
         _channels.clear()
 
 
