@@ -1,0 +1,201 @@
+"""The store on SQLite and PostgreSQL: append-only enforcement by the database, no chain fork under
+concurrent writers (also across two store instances = two replicas), tamper detection."""
+
+from __future__ import annotations
+
+import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import sqlalchemy as sa
+from citetrace.kit.auth import Principal
+from citetrace.trace.v1 import trace_service_pb2 as pb
+from tracefixtures import TENANT, make_record
+
+from services.trace import canonical as C
+from services.trace.core import TraceCore, verify_chain
+from services.trace.store import SqlTraceStore, open_store
+
+WRITER = Principal(TENANT, "service:orchestrator", ("service",))
+AUDITOR = Principal(TENANT, "auditor-1", ("auditor",))
+
+
+@pytest.fixture
+def store(store_url):
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+def fill(core: TraceCore, n: int, prefix: str = "t") -> None:
+    for i in range(n):
+        core.record_trace(WRITER, make_record(f"{prefix}-{i:03d}"))
+
+
+def test_migrations_are_idempotent(store_url):
+    first = open_store(store_url)
+    first.close()
+    again = open_store(store_url)  # a restart runs the migrations again: nothing to do
+    assert again.head(TENANT) is None
+    again.close()
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE trace_records SET outcome = 3",
+    "DELETE FROM trace_records",
+    "UPDATE trace_facets SET value = 'x'",
+    "DELETE FROM trace_reviews",
+    "UPDATE trace_queries SET raw = 'rewritten question'",
+    "DELETE FROM trace_queries",
+])
+def test_the_database_rejects_update_and_delete(store, statement):
+    core = TraceCore(store)
+    fill(core, 2)
+    core.record_review(Principal(TENANT, "rev-1", ("reviewer",)),
+                       pb.RecordReviewRequest(trace_id="t-000", decision=pb.REVIEW_DECISION_ACCEPTED))
+    with pytest.raises(sa.exc.DatabaseError) as caught, store.engine.begin() as conn:
+        conn.exec_driver_sql(statement)
+    assert "append-only" in str(caught.value) or "only allowed as a redaction" in str(caught.value) \
+        or "is not allowed" in str(caught.value)
+    assert verify_chain(store, TENANT).ok
+    assert verify_chain(store, TENANT).records_checked == 2
+
+
+def test_postgres_rejects_truncate(postgres_url):
+    store = open_store(postgres_url)
+    fill(TraceCore(store), 1)
+    with pytest.raises(sa.exc.DatabaseError), store.engine.begin() as conn:
+        conn.exec_driver_sql("TRUNCATE trace_records CASCADE")
+    assert verify_chain(store, TENANT).records_checked == 1
+    store.close()
+
+
+def test_concurrent_writers_do_not_fork_the_chain(store_url):
+    # Two store instances (two service replicas) and 8 threads writing to one tenant at once.
+    stores = [open_store(store_url), SqlTraceStore(store_url)]
+    cores = [TraceCore(s) for s in stores]
+    sent = [make_record(f"c-{i:03d}") for i in range(60)]
+
+    def write(i: int) -> bool:
+        return cores[i % 2].record_trace(WRITER, sent[i]).created
+
+    with ThreadPoolExecutor(8) as pool:
+        created = list(pool.map(write, range(60)))
+        # Retries racing with each other: exactly one of each pair is the creating write.
+        retried = list(pool.map(write, range(0, 60, 3)))
+    assert all(created) and not any(retried)
+    report = verify_chain(stores[0], TENANT)
+    assert report.ok, report.detail
+    assert report.records_checked == 60
+    sequences = [r.sequence for r in stores[0].chain(TENANT)]
+    assert sequences == list(range(1, 61))
+    for s in stores:
+        s.close()
+
+
+def _bypass(conn, dialect: str, table: str) -> None:
+    """What an attacker with database access does: switch the guard off."""
+    if dialect == "postgresql":
+        conn.exec_driver_sql("SET session_replication_role = replica")
+    else:
+        for action in ("update", "delete"):
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {table}_no_{action}")
+        if table == "trace_queries":
+            conn.exec_driver_sql("DROP TRIGGER IF EXISTS trace_queries_redaction_only")
+
+
+TAMPERING = {
+    "outcome column": ("trace_records", "UPDATE trace_records SET outcome = 3 WHERE trace_id = 't-002'",
+                       "indexed columns"),
+    "body": ("trace_records", "UPDATE trace_records SET body = :body WHERE trace_id = 't-002'", "record_hash"),
+    "question": ("trace_queries", "UPDATE trace_queries SET raw = 'a different question' WHERE trace_id = 't-002'",
+                 "digest"),
+    "facet": ("trace_facets", "UPDATE trace_facets SET value = 'v-forged' WHERE trace_id = 't-002' "
+              "AND kind = 'version'", "facets"),
+    "deleted record": ("trace_records", None, "sequence gap"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(TAMPERING))
+def test_editing_a_row_behind_the_service_is_reported(store, what):
+    core = TraceCore(store)
+    fill(core, 4)
+    table, statement, expected = TAMPERING[what]
+    forged = make_record("t-002", question="x")
+    forged.outcome = 7
+    with store.engine.begin() as conn:
+        _bypass(conn, store.dialect, table)
+        if what == "deleted record":
+            _bypass(conn, store.dialect, "trace_facets")
+            _bypass(conn, store.dialect, "trace_queries")
+            for t in ("trace_facets", "trace_queries", "trace_records"):
+                conn.execute(sa.text(f"DELETE FROM {t} WHERE trace_id = 't-002'"))
+        else:
+            conn.execute(sa.text(statement), {"body": C.body_bytes(forged)} if ":body" in statement else {})
+    report = core.verify_chain(AUDITOR)
+    assert not report.ok
+    assert report.first_broken_sequence == 3
+    assert report.first_broken_trace_id == ("t-003" if what == "deleted record" else "t-002")
+    assert expected in report.detail
+
+
+def test_rehashing_a_forged_record_still_breaks_the_next_link(store):
+    core = TraceCore(store)
+    fill(core, 3)
+    target = store.get(TENANT, "t-001")
+    forged = make_record("t-001", question="x", created_at=target.created_at)
+    forged.outcome = 5
+    body = C.body_bytes(forged)
+    new_hash = C.record_hash(tenant_id=TENANT, trace_id="t-001", sequence=target.sequence,
+                             previous_hash=target.previous_hash, query_digest=target.query_digest, body=body)
+    with store.engine.begin() as conn:
+        _bypass(conn, store.dialect, "trace_records")
+        conn.execute(sa.text("UPDATE trace_records SET body = :b, record_hash = :h, outcome = 5 "
+                             "WHERE trace_id = 't-001'"), {"b": body, "h": new_hash})
+    report = verify_chain(store, TENANT)
+    assert not report.ok and report.first_broken_trace_id == "t-002"
+    assert "previous_hash" in report.detail
+
+
+def test_truncating_the_tail_is_reported_by_the_chain_head(store):
+    fill(TraceCore(store), 3)
+    with store.engine.begin() as conn:
+        for t in ("trace_facets", "trace_queries", "trace_records"):
+            _bypass(conn, store.dialect, t)
+        for t in ("trace_facets", "trace_queries", "trace_records"):
+            conn.execute(sa.text(f"DELETE FROM {t} WHERE trace_id = 't-002'"))
+    report = verify_chain(store, TENANT)
+    assert not report.ok and "records missing at the end" in report.detail
+
+
+def test_redaction_keeps_the_chain_verifiable_and_erases_the_nonce(store):
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    core = TraceCore(store)
+    for i in range(3):
+        core.record_trace(WRITER, make_record(f"r-{i}", created_at=now - dt.timedelta(days=100 - i)))
+    before = [r.record_hash for r in store.chain(TENANT)]
+    assert core.apply_retention(AUDITOR, 30) == 3
+    rows = list(store.chain(TENANT))
+    assert [r.record_hash for r in rows] == before
+    assert all(r.redacted and r.nonce is None and r.query_raw == "" for r in rows)
+    assert verify_chain(store, TENANT).ok
+    with store.engine.begin() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM trace_redactions")).scalar_one() == 3
+
+
+def test_record_hash_is_deterministic_and_covers_every_input():
+    rec = make_record("h-1", created_at=dt.datetime(2026, 1, 2, 3, 4, 5))
+    body = C.body_bytes(rec)
+    assert body == C.body_bytes(pb.TraceRecord.FromString(rec.SerializeToString()))
+    # The body carries no query text.
+    assert b"MRI?" not in body and rec.query.raw.encode() not in body
+    args = dict(tenant_id=TENANT, trace_id="h-1", sequence=1, previous_hash=C.GENESIS_HASH,
+                query_digest="a" * 64, body=body)
+    base = C.record_hash(**args)
+    assert base == C.record_hash(**args)
+    for key, value in [("tenant_id", "cedar-care"), ("trace_id", "h-2"), ("sequence", 2),
+                       ("previous_hash", "1" * 64), ("query_digest", "b" * 64), ("body", body + b"\x00")]:
+        assert C.record_hash(**{**args, key: value}) != base, key
+    nonce = b"n" * 32
+    assert C.query_digest("q", "q", nonce) != C.query_digest("q", "q", b"m" * 32)
+    assert C.query_digest("ab", "c", nonce) != C.query_digest("a", "bc", nonce)
