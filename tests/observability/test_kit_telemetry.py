@@ -103,3 +103,25 @@ def test_init_service_metrics_creates_zero_series_for_owned_counters():
     assert REGISTRY.get_sample_value("citetrace_answers_total", {"outcome": "ABSTAINED_NO_EVIDENCE"}) is not None
     assert REGISTRY.get_sample_value("citetrace_citation_failures_total", {"reason": "STALE_VERSION"}) is not None
     assert REGISTRY.get_sample_value("citetrace_trace_outbox_pending", {"service": "orchestrator"}) == 0
+
+
+def test_container_healthcheck_follows_the_grpc_health_protocol(auth):
+    import subprocess
+    import sys
+
+    spec = ServiceSpec("generation", "citetrace.generation.v1.GenerationService", _ScopeRefusingGenerator(),
+                       gen_grpc.add_GenerationServiceServicer_to_server)
+
+    def probe(address: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "citetrace.kit.healthcheck", address, "--timeout", "2"],
+                              capture_output=True, text=True, timeout=30)
+
+    with serving(spec, auth, warm=False) as runner:
+        cold = probe(runner.address)
+        assert (cold.returncode, cold.stdout.strip()) == (1, "NOT_SERVING")
+        runner.warm_up()
+        warm = probe(runner.address)
+        assert (warm.returncode, warm.stdout.strip()) == (0, "SERVING")
+        address = runner.address
+    gone = probe(address)
+    assert gone.returncode == 1 and gone.stdout.strip() in ("UNAVAILABLE", "NOT_SERVING")
