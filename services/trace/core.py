@@ -38,7 +38,8 @@ from citetrace.kit.errors import (
     NotFound,
     PermissionDenied,
 )
-from citetrace.kit.telemetry import stage
+from citetrace.kit.metrics import record_digest_failure
+from citetrace.kit.telemetry import set_attributes, stage
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from google.protobuf import timestamp_pb2
 
@@ -181,7 +182,7 @@ class TraceCore:
                                      previous_hash=previous_hash, query_digest=digest, body=body)
 
             result = self.store.append(new, hasher)
-            span.set_attribute("citetrace.created", result.created)
+            set_attributes(span, created=result.created)
             if not result.created:
                 self._check_same(result.record, incoming, given_created_at, raw, normalized)
             return RecordResult(record.trace_id, result.record.record_hash, result.created)
@@ -331,7 +332,12 @@ class TraceCore:
         _require_role(principal, READ_ROLES | {R.SERVICE}, "VerifyChain")
         if tenant_id and tenant_id != principal.tenant_id:
             raise NotFound("TENANT_NOT_FOUND", f"no chain for tenant {tenant_id}")
-        return verify_chain(self.store, principal.tenant_id)
+        with stage("trace", "trace.verify", tenant=principal.tenant_id) as span:
+            report = verify_chain(self.store, principal.tenant_id)
+            set_attributes(span, ok=report.ok, records_checked=report.records_checked)
+        if not report.ok:
+            record_digest_failure("trace", "trace_chain")
+        return report
 
     def apply_retention(self, principal: Principal, retention_days: int) -> int:
         if retention_days < 0:

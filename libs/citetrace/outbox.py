@@ -1,0 +1,270 @@
+"""Durable delivery of trace records: "the answer does not leave without its trace" (DESIGN §4.8).
+
+`TraceOutbox(path, deliver)` is what the orchestrator hands a finished TraceRecord to:
+
+* `submit(record)` tries to deliver directly; when the trace service is unavailable (or records of
+  the same tenant are already waiting, so order is kept) the record is written to a local SQLite
+  file (WAL, synchronous=FULL) and `submit` returns False. It raises only if the record cannot even
+  be written to the outbox file.
+* A background deliverer (`start()`/`stop()`) sends waiting records in order per tenant, oldest
+  first, with exponential backoff per tenant while the service keeps failing. `flush()` does one
+  pass now, ignoring backoff. Records are deleted from the file only after the trace service
+  confirmed them; the service is idempotent by trace ID, so a redelivery after a lost reply is safe.
+* A record the service rejects for good (`PermanentDeliveryError`: invalid, conflicting trace ID,
+  wrong tenant) is kept in the file as a dead letter (`dead_letters()`), never dropped silently,
+  and does not block the records behind it.
+* Nothing is lost across process restarts: a new TraceOutbox on the same file continues where the
+  old one stopped. One process at a time should own an outbox file.
+
+The core has no grpc; `grpc_deliverer()` builds the delivery function for the real trace service.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from citetrace.kit.metrics import TRACE_OUTBOX_PENDING
+from citetrace.trace.v1 import trace_service_pb2 as trace_pb
+
+log = logging.getLogger("citetrace.outbox")
+
+Deliver = Callable[[trace_pb.TraceRecord], None]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    record BLOB NOT NULL,
+    enqueued_at REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL DEFAULT 'pending'
+);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (state, tenant_id, id);
+"""
+
+
+class PermanentDeliveryError(Exception):
+    """The trace service rejected the record for good; retrying cannot help."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    id: int
+    tenant_id: str
+    trace_id: str
+    attempts: int
+    last_error: str
+
+
+class TraceOutbox:
+    def __init__(self, path: str | Path, deliver: Deliver, *, min_backoff: float = 0.2, max_backoff: float = 30.0,
+                 poll_interval: float = 1.0, service: str = "orchestrator") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._deliver = deliver
+        self._min_backoff = min_backoff
+        self._max_backoff = max_backoff
+        self._poll_interval = poll_interval
+        self._service = service
+        self._db_lock = threading.Lock()
+        self._drain_lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        # tenant -> (monotonic time before which not to retry, consecutive failures)
+        self._backoff: dict[str, tuple[float, int]] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._update_gauge()
+
+    # -- the orchestrator's side ------------------------------------------------------------------
+
+    def submit(self, record: trace_pb.TraceRecord) -> bool:
+        """True when the trace service stored the record now; False when it waits in the outbox."""
+        if self.pending_count(record.tenant_id):
+            self._enqueue(record, "queued behind earlier records of the tenant")
+            return False
+        try:
+            self._deliver(record)
+            return True
+        except PermanentDeliveryError as exc:
+            log.error("trace %s rejected by the trace service, kept as dead letter: %s", record.trace_id, exc)
+            self._enqueue(record, str(exc), state="dead", attempts=1)
+            return False
+        except Exception as exc:  # noqa: BLE001 - any failure to deliver means: keep it durably
+            log.warning("trace service unavailable for trace %s, kept in the outbox: %s", record.trace_id, exc)
+            self._enqueue(record, str(exc), attempts=1)
+            self._note_failure(record.tenant_id)
+            return False
+
+    def _enqueue(self, record: trace_pb.TraceRecord, error: str, state: str = "pending", attempts: int = 0) -> None:
+        blob = record.SerializeToString(deterministic=True)
+        with self._db_lock:
+            self._db.execute(
+                "INSERT INTO outbox (tenant_id, trace_id, record, enqueued_at, attempts, last_error, state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (record.tenant_id, record.trace_id, blob, time.time(), attempts, error[:2000], state))
+        self._update_gauge()
+        self._wake.set()
+
+    # -- inspection -----------------------------------------------------------------------------
+
+    def pending_count(self, tenant_id: str | None = None) -> int:
+        with self._db_lock:
+            if tenant_id is None:
+                row = self._db.execute("SELECT count(*) FROM outbox WHERE state = 'pending'").fetchone()
+            else:
+                row = self._db.execute("SELECT count(*) FROM outbox WHERE state = 'pending' AND tenant_id = ?",
+                                       (tenant_id,)).fetchone()
+        return int(row[0])
+
+    def dead_letters(self) -> list[DeadLetter]:
+        with self._db_lock:
+            rows = self._db.execute("SELECT id, tenant_id, trace_id, attempts, last_error FROM outbox "
+                                    "WHERE state = 'dead' ORDER BY id").fetchall()
+        return [DeadLetter(*row) for row in rows]
+
+    def _update_gauge(self) -> None:
+        TRACE_OUTBOX_PENDING.labels(service=self._service).set(self.pending_count())
+
+    # -- delivery -------------------------------------------------------------------------------
+
+    def _note_failure(self, tenant_id: str) -> None:
+        _, failures = self._backoff.get(tenant_id, (0.0, 0))
+        failures += 1
+        delay = min(self._max_backoff, self._min_backoff * (2 ** (failures - 1)))
+        delay *= random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not cryptography
+        self._backoff[tenant_id] = (time.monotonic() + delay, failures)
+
+    def _next_row(self, tenant_id: str):
+        with self._db_lock:
+            return self._db.execute(
+                "SELECT id, record, attempts FROM outbox WHERE state = 'pending' AND tenant_id = ? "
+                "ORDER BY id LIMIT 1", (tenant_id,)).fetchone()
+
+    def _drain(self, force: bool) -> int:
+        """One pass over every tenant with waiting records; returns how many were delivered."""
+        delivered = 0
+        with self._drain_lock:
+            with self._db_lock:
+                tenants = [r[0] for r in self._db.execute(
+                    "SELECT tenant_id FROM outbox WHERE state = 'pending' GROUP BY tenant_id ORDER BY min(id)")]
+            for tenant in tenants:
+                due, _ = self._backoff.get(tenant, (0.0, 0))
+                if not force and due > time.monotonic():
+                    continue
+                while not self._stop.is_set() or force:
+                    row = self._next_row(tenant)
+                    if row is None:
+                        break
+                    row_id, blob, attempts = row
+                    record = trace_pb.TraceRecord.FromString(blob)
+                    try:
+                        self._deliver(record)
+                    except PermanentDeliveryError as exc:
+                        log.error("trace %s rejected by the trace service, kept as dead letter: %s",
+                                  record.trace_id, exc)
+                        self._mark(row_id, "dead", attempts + 1, str(exc))
+                        continue
+                    except Exception as exc:  # noqa: BLE001
+                        self._mark(row_id, "pending", attempts + 1, str(exc))
+                        self._note_failure(tenant)
+                        break
+                    with self._db_lock:
+                        self._db.execute("DELETE FROM outbox WHERE id = ?", (row_id,))
+                    self._backoff.pop(tenant, None)
+                    delivered += 1
+        self._update_gauge()
+        return delivered
+
+    def _mark(self, row_id: int, state: str, attempts: int, error: str) -> None:
+        with self._db_lock:
+            self._db.execute("UPDATE outbox SET state = ?, attempts = ?, last_error = ? WHERE id = ?",
+                             (state, attempts, error[:2000], row_id))
+
+    def flush(self) -> int:
+        """Tries every waiting record now (ignoring backoff); returns how many are still waiting."""
+        self._drain(force=True)
+        return self.pending_count()
+
+    def wait_empty(self, timeout: float) -> bool:
+        """Blocks until nothing is pending (the background deliverer must be running)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pending_count() == 0:
+                return True
+            self._wake.set()
+            time.sleep(0.05)
+        return self.pending_count() == 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._drain(force=False)
+            except Exception:  # noqa: BLE001 - the deliverer must survive anything
+                log.exception("outbox delivery pass failed")
+            now = time.monotonic()
+            dues = [due for due, _ in self._backoff.values() if due > now]
+            wait = min([self._poll_interval] + [due - now for due in dues])
+            self._wake.wait(max(wait, 0.01))
+            self._wake.clear()
+
+    def start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="trace-outbox", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def close(self) -> None:
+        self.stop()
+        with self._db_lock:
+            self._db.close()
+
+
+# gRPC status codes (by name) after which a retry cannot succeed.
+PERMANENT_CODES = frozenset({"INVALID_ARGUMENT", "ALREADY_EXISTS", "PERMISSION_DENIED", "FAILED_PRECONDITION"})
+
+
+def grpc_deliverer(target: str, auth_settings, *, service_name: str = "orchestrator",
+                   timeout: float = 5.0) -> Deliver:
+    """The delivery function for the real trace service: RecordTrace with a short-lived service
+    token of the record's tenant. Raises PermanentDeliveryError for errors a retry cannot fix."""
+    import grpc
+
+    from citetrace.kit.auth import service_token
+    from citetrace.kit.clients import call, error_info, stub
+    from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
+
+    trace_stub = stub(trace_grpc.TraceServiceStub, target)
+
+    def deliver(record: trace_pb.TraceRecord) -> None:
+        token = service_token(auth_settings, record.tenant_id, service_name)
+        try:
+            call(trace_stub.RecordTrace, trace_pb.RecordTraceRequest(record=record), timeout=timeout, token=token)
+        except grpc.RpcError as err:
+            code = err.code().name if err.code() is not None else "UNKNOWN"
+            if code in PERMANENT_CODES:
+                info = error_info(err)
+                reason = info.reason if info is not None else code
+                raise PermanentDeliveryError(f"{code} {reason}: {err.details()}") from err
+            raise
+
+    return deliver
