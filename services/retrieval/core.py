@@ -161,6 +161,7 @@ class RetrievalCore:
         # (tenant, version_id) -> version. Rebuilt from the store; updated on every write.
         self._passages: dict[str, tuple[PassageRecord, str]] = {}
         self._versions: dict[tuple[str, str], VersionRecord] = {}
+        self._tenants: set[str] = set()
         self._write_lock = threading.RLock()
         self._ready = False
 
@@ -197,6 +198,7 @@ class RetrievalCore:
     def _index_version(self, version: VersionRecord, text: str, passages: list[PassageRecord]) -> None:
         key = (version.tenant_id, version.version_id)
         self._versions[key] = version
+        self._tenants.add(version.tenant_id)
         for p in passages:
             self._passages[p.passage_id] = (p, text[p.start:p.end])
         if version.never_effective or not passages:
@@ -366,7 +368,8 @@ class RetrievalCore:
             raise InvalidArgument("SOURCE_CLASS_FILTER_UNSUPPORTED",
                                   "scope.source_classes is not supported by the search backend yet; "
                                   "narrow by scope.intents instead")
-        if not self.store.tenant_exists(principal.tenant_id):
+        # Every stored version is in the derived view (rebuilt at warm-up, updated on ingest).
+        if principal.tenant_id not in self._tenants:
             raise InvalidArgument("UNKNOWN_TENANT", f"tenant {principal.tenant_id!r} has no documents")
         locations = self._effective_locations(principal, cmd.location_ids)
         as_of = cmd.as_of or utcnow()

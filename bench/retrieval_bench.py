@@ -1,0 +1,205 @@
+"""SciFact (BEIR) through the retrieval service's gRPC API: `make bench-retrieval`.
+
+Starts the retrieval service in-process on a free port (real gRPC, real SQLite store of record,
+the configured search backend), ingests the 5,183 SciFact documents with IngestDocument, runs the
+300 TEST queries with Search in the three modes (lexical = BM25 only, vector only, hybrid) and
+reports nDCG@10 and recall@100, the Search RPC latency (p50/p95, query embedding included,
+k=10), and ingestion throughput against the raw embedding throughput of the model measured in
+the same run on the same documents. Writes bench/results/retrieval.json.
+
+Reuses bench/scifact_core.py (data loading, evaluation, throughput measurement) of the index work.
+
+Embeddings: the service caches vectors keyed by (model id, text digest) in --cache (default
+.citetrace/cache/embeddings.sqlite, shared with scifact_core.py), so a rerun does not re-embed
+the corpus; the full-corpus ingestion figure is then a cached one. The honest comparison is the
+`ingestion_uncached` block: a sample of documents ingested through a second service whose cache
+starts empty, against the raw embedding throughput on the same sample.
+
+    .venv/bin/python bench/retrieval_bench.py [--backend embedded] [--data DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see citetrace.embeddings
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scifact_core as core  # noqa: E402
+from citetrace.common.v1 import common_pb2  # noqa: E402
+from citetrace.embeddings import Embedder  # noqa: E402
+from citetrace.kit.testing import serving, test_auth_settings, token_metadata  # noqa: E402
+from citetrace.retrieval.v1 import retrieval_service_pb2 as pb  # noqa: E402
+from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc  # noqa: E402
+
+from services.retrieval.servicer import build_spec  # noqa: E402
+from services.retrieval.settings import Settings  # noqa: E402
+
+TENANT = core.TENANT
+MODES = {"bm25": pb.SEARCH_MODE_LEXICAL, "vector": pb.SEARCH_MODE_VECTOR, "hybrid": pb.SEARCH_MODE_HYBRID}
+# Whole abstracts are single passages (as in the published numbers): the hard limit is raised.
+HARD_LIMIT = 100_000
+VALID_FROM = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def progress(message: str) -> None:
+    core.progress(message)
+
+
+def service_settings(backend: str, data_dir: Path, cache: Path) -> Settings:
+    return Settings(port=0, metrics_port=-1, data_dir=data_dir, backend=backend, embedding_cache_path=cache,
+                    chunk_target_chars=HARD_LIMIT, chunk_hard_limit_chars=HARD_LIMIT, max_k=core.DEPTH,
+                    candidate_k=core.DEPTH, max_document_chars=HARD_LIMIT)
+
+
+def ingest_request(doc: dict) -> pb.IngestDocumentRequest:
+    from google.protobuf import timestamp_pb2
+
+    valid_from = timestamp_pb2.Timestamp()
+    valid_from.FromDatetime(VALID_FROM)
+    return pb.IngestDocumentRequest(
+        document=common_pb2.Document(tenant_id=TENANT, document_id=doc["_id"], source_class="handbook",
+                                     title=doc["title"] or doc["_id"]),
+        # The same text scifact_core.py indexes (title + " " + abstract): one passage, and the
+        # embedding cache is shared with the in-process benchmark.
+        text=core.document_text(doc), roles=["patient"], intents=["other"], locale="en", valid_from=valid_from)
+
+
+def ingest(stub, corpus: list[dict], metadata, workers: int) -> dict:
+    started = time.perf_counter()
+    created = 0
+
+    def one(doc):
+        return stub.IngestDocument(ingest_request(doc), timeout=120, metadata=metadata).created
+
+    if workers <= 1:
+        created = sum(one(doc) for doc in corpus)
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            created = sum(pool.map(one, corpus))
+    seconds = time.perf_counter() - started
+    return {"docs": len(corpus), "created": created, "seconds": round(seconds, 3),
+            "docs_per_s": round(len(corpus) / seconds, 2), "workers": workers}
+
+
+def run_queries(stub, queries: dict, qids: list[str], mode: int, k: int, metadata) -> tuple[dict, list[float]]:
+    run, latencies = {}, []
+    for q in qids:
+        started = time.perf_counter()
+        reply = stub.Search(pb.SearchRequest(query=queries[q], k=k, mode=mode), timeout=30, metadata=metadata)
+        latencies.append(time.perf_counter() - started)
+        ranked = list(dict.fromkeys(h.passage.identity.document_id for h in reply.hits))
+        run[q] = core.as_run(ranked)
+    return run, latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default=os.environ.get("BACKEND", "embedded"))
+    parser.add_argument("--data", type=Path,
+                        default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")))
+    parser.add_argument("--cache", type=Path, default=Path(".citetrace/cache/embeddings.sqlite"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/retrieval.json"))
+    parser.add_argument("--sample", type=int, default=core.THROUGHPUT_SAMPLE,
+                        help="documents for the uncached ingestion vs raw embedding comparison")
+    parser.add_argument("--workers", type=int, default=2, help="concurrent IngestDocument calls")
+    args = parser.parse_args()
+
+    progress(f"loading SciFact from {args.data}")
+    corpus, queries, _train, test = core.load_scifact(args.data)
+    qids = sorted(test)
+    auth = test_auth_settings()
+    admin = token_metadata(auth, TENANT, roles=("policy_admin",), subject="bench")
+    reader = token_metadata(auth, TENANT, roles=("patient",), subject="bench")
+
+    with tempfile.TemporaryDirectory(prefix="citetrace-bench-") as tmp:
+        tmp = Path(tmp)
+        # 1. Raw model throughput and uncached ingestion on the same sample, same run.
+        sample = corpus[: args.sample]
+        raw_embedder = Embedder(max_tokens=256)
+        raw_embedder.warm_up()
+        raw = core.measure_throughput(raw_embedder, [core.document_text(d) for d in sample])
+        del raw_embedder
+        progress(f"raw embedding throughput: {raw['docs_per_s']} docs/s on {raw['docs']} documents (batch 16)")
+        settings = service_settings(args.backend, tmp / "uncached", tmp / "uncached" / "embeddings.sqlite")
+        with serving(build_spec(settings), auth) as runner, grpc.insecure_channel(runner.address) as channel:
+            uncached = ingest(pb_grpc.RetrievalServiceStub(channel), sample, admin, args.workers)
+        uncached["ratio_to_raw_embedding"] = round(uncached["docs_per_s"] / raw["docs_per_s"], 3)
+        progress(f"uncached ingestion: {uncached['docs_per_s']} docs/s = {uncached['ratio_to_raw_embedding']:.0%} "
+                 "of raw embedding")
+
+        # 2. The full corpus through the API (embedding cache shared across runs).
+        settings = service_settings(args.backend, tmp / "main", args.cache)
+        spec = build_spec(settings)
+        with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
+            stub = pb_grpc.RetrievalServiceStub(channel)
+            cached_before = len(spec.servicer.core.cache)
+            progress(f"ingesting {len(corpus)} documents through IngestDocument ({cached_before} vectors cached)")
+            full = ingest(stub, corpus, admin, args.workers)
+            full["vectors_cached_before"] = cached_before
+            progress(f"ingested {full['docs']} in {full['seconds']:.1f}s ({full['docs_per_s']} docs/s)")
+
+            results = {}
+            for name, mode in MODES.items():
+                run, _ = run_queries(stub, queries, qids, mode, core.DEPTH, reader)
+                results[name] = core.evaluate(test, run)
+                progress(f"test {name}: nDCG@10={results[name]['ndcg@10']} recall@100={results[name]['recall@100']}")
+            results["hybrid_gain_over_bm25"] = round(results["hybrid"]["ndcg@10"] - results["bm25"]["ndcg@10"], 4)
+
+            run_queries(stub, queries, qids[:30], pb.SEARCH_MODE_HYBRID, 10, reader)  # warm-up
+            latency = {}
+            for name, mode in MODES.items():
+                _, samples = run_queries(stub, queries, qids, mode, 10, reader)
+                latency[name] = core.percentiles(samples)
+            progress(f"Search RPC hybrid k=10: p50 {latency['hybrid']['p50_ms']} ms, "
+                     f"p95 {latency['hybrid']['p95_ms']} ms")
+            info = stub.Search(pb.SearchRequest(query="warm", k=1), timeout=10, metadata=reader).settings
+
+    targets = {
+        "bm25_ndcg@10>=0.67": results["bm25"]["ndcg@10"] >= 0.67,
+        "vector_ndcg@10>=0.64": results["vector"]["ndcg@10"] >= 0.64,
+        "hybrid_ndcg@10>=0.72": results["hybrid"]["ndcg@10"] >= 0.72,
+        "hybrid_gain>=0.04": results["hybrid_gain_over_bm25"] >= 0.04,
+        "search_p50<=10ms": latency["hybrid"]["p50_ms"] <= 10.0,
+        "ingestion>=80%_of_raw_embedding": uncached["ratio_to_raw_embedding"] >= 0.8,
+    }
+    report = {
+        "benchmark": "BEIR SciFact test (300 queries) through the retrieval gRPC API",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "make bench-retrieval",
+        "environment": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
+                        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
+        "service_settings": {
+            "backend": info.backend, "fusion_method": info.fusion_method, "rrf_k": info.rrf_k,
+            "lexical_weight": info.lexical_weight, "vector_weight": info.vector_weight,
+            "candidate_k": info.candidate_k, "embedding_model_id": info.embedding_model_id,
+            "index_generation": info.index_generation, "chunk_hard_limit_chars": HARD_LIMIT,
+            "document_text": "title + ' ' + abstract, one passage per document",
+        },
+        "quality_test": results,
+        "search_latency_grpc_k10": latency,
+        "ingestion": {"raw_embedding": raw, "ingestion_uncached": uncached, "ingestion_full_corpus": full},
+        "targets_met": targets,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({"quality_test": results, "search_latency_grpc_k10": latency["hybrid"],
+                      "ingestion_uncached": uncached, "raw_embedding": raw, "targets_met": targets}, indent=2))
+    progress(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
