@@ -81,7 +81,7 @@ _QUALIFIER_OPENING = re.compile(
     re.IGNORECASE,
 )
 _PRONOUN_OPENING = re.compile(r"^(she|he|they|it|his|her|their|its)\b", re.IGNORECASE)
-_ABBREVIATIONS = ("e.g.", "i.e.", "dr.", "mr.", "mrs.", "ms.", "a.m.", "p.m.", "approx.", "no.", "st.", "vs.", "etc.")
+_ABBREVIATION_END = re.compile(r"(?:^|[\s(])(?:e\.g|i\.e|dr|mr|mrs|ms|prof|a\.m|p\.m|approx|no|st|vs|etc)\.$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _URL = re.compile(r"(https?://|www\.)\S+|\b[\w.-]+\.(com|org|net|no|nz|io)(/\S*)?\b", re.IGNORECASE)
@@ -108,9 +108,16 @@ def stem(word: str) -> str:
     return _STEMMER.stemWord(word)
 
 
+_DIGIT_WORDS = {w: str(int(v)) for w, v in NUMBER_WORDS.items() if w not in {"one", "once", "single", "double", "half"}}
+
+
 def content_stems(text: str) -> list[str]:
-    """Content words, stemmed, in order (duplicates kept)."""
-    return [stem(t) for t in tokens(text) if t not in STOPWORDS and not (len(t) == 1 and t.isalpha())]
+    """Content words, stemmed, in order (duplicates kept); number words become digits ("four" -> "4")."""
+    return [
+        _DIGIT_WORDS.get(t) or stem(t)
+        for t in tokens(text)
+        if t not in STOPWORDS and not (len(t) == 1 and t.isalpha())
+    ]
 
 
 def content_set(text: str) -> frozenset[str]:
@@ -200,8 +207,7 @@ def _sentence_spans(text: str, offset: int) -> list[tuple[int, int]]:
     start = 0
     for match in re.finditer(r"[.!?](?=[\"”')\]]?\s+[\"“(\[]?[A-Z0-9\u00C0-\u024F])", text):
         end = match.end()
-        tail = text[max(0, end - 6) : end].lower()
-        if any(tail.endswith(abbr) for abbr in _ABBREVIATIONS):
+        if _ABBREVIATION_END.search(text[max(0, end - 8) : end]):
             continue
         spans.append((start, end))
         start = end
