@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from citetrace.kit.settings import ServerSettings
+from citetrace.kit.settings import ServerSettings, require
 
 PREFIX = "CITETRACE_ORCHESTRATOR_"
 
@@ -14,9 +14,50 @@ PREFIX = "CITETRACE_ORCHESTRATOR_"
 class Settings(ServerSettings):
     port: int = 50051
     metrics_port: int = 9151
+    # The trace outbox lives here (orchestrator/trace-outbox/).
     data_dir: Path = Path(".citetrace")
     retrieval_target: str = "127.0.0.1:50052"
     scheduler_gateway_target: str = "127.0.0.1:50053"
     generation_target: str = "127.0.0.1:50054"
     citation_validator_target: str = "127.0.0.1:50055"
     trace_target: str = "127.0.0.1:50056"
+    # Passages retrieved per policy part (the retrieved set kept in the trace).
+    search_k: int = 8
+    # Context budget offered to the generator (labels S1..Sn in rank order).
+    context_max_passages: int = 6
+    context_max_chars: int = 6000
+    # Regenerations with the validator's feedback after a rejected answer (0 = none).
+    max_regenerations: int = 2
+    # Deadline of one Ask when the caller sets none; each downstream call is capped by
+    # call_timeout_seconds and by what is left of the Ask's deadline.
+    default_deadline_seconds: float = 15.0
+    call_timeout_seconds: float = 5.0
+    # Time kept back from the caller's deadline for recording the trace and answering.
+    trace_reserve_seconds: float = 0.5
+    trace_timeout_seconds: float = 2.0
+    # Conflict detection looks at this many top hits.
+    conflict_top_n: int = 4
+    # Availability without a date: the next N days.
+    slot_horizon_days: int = 14
+    slot_page_size: int = 6
+    locations_cache_seconds: float = 30.0
+    part_workers: int = 8
+    max_question_chars: int = 2000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.search_k >= 1, "search_k must be >= 1")
+        require(self.context_max_passages >= 1, "context_max_passages must be >= 1")
+        require(self.context_max_chars >= 100, "context_max_chars must be >= 100")
+        require(self.max_regenerations >= 0, "max_regenerations must be >= 0")
+        require(self.default_deadline_seconds > 0, "default_deadline_seconds must be > 0")
+        require(self.call_timeout_seconds > 0, "call_timeout_seconds must be > 0")
+        require(self.trace_reserve_seconds >= 0, "trace_reserve_seconds must be >= 0")
+        require(self.conflict_top_n >= 2, "conflict_top_n must be >= 2")
+        require(1 <= self.slot_horizon_days <= 60, "slot_horizon_days must be in 1..60")
+        require(self.slot_page_size >= 1, "slot_page_size must be >= 1")
+        require(self.part_workers >= 1, "part_workers must be >= 1")
+        require(self.max_question_chars >= 10, "max_question_chars must be >= 10")
+
+    def outbox_path(self) -> Path:
+        return self.data_dir / "orchestrator" / "trace-outbox.sqlite"

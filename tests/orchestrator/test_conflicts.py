@@ -2,67 +2,94 @@
 
 from __future__ import annotations
 
-from services.orchestrator.core.conflicts import Candidate, detect, quantities
+from services.orchestrator.core.conflicts import Candidate, detect, rule_quantities
 from services.orchestrator.core.router import load_lexicon
 
-VOCAB = {**load_lexicon().specialties, **load_lexicon().appointment_types}
+LEX = load_lexicon()
+VOCAB = {**LEX.specialties, **LEX.appointment_types}
+ARRIVAL = "arrival_preparation"
 
 
-def cand(label, doc, text, source_class="preparation_instructions", scope=None):
-    return Candidate(label, f"pid-{label}", doc, f"ver-{doc}", source_class, text, scope)
+def cand(label, doc, text, source_class="scheduling_policy", scope=None, context=""):
+    return Candidate(label, f"pid-{label}", doc, f"ver-{doc}", source_class, text, context, scope)
 
 
-def test_two_documents_with_different_arrival_times_conflict():
-    a = cand("S1", "arrival-cardiology", "Cardiology patients should arrive 15 minutes before the appointment.")
-    b = cand("S2", "cardiology-handout", "Please arrive 30 minutes early for cardiology visits.")
-    found = detect([a, b], "arrival_preparation", VOCAB)
+def find(cands, intent=ARRIVAL, asked=frozenset()):
+    return detect(cands, intent, VOCAB, asked, LEX.type_implies_specialty)
+
+
+# The deliberate pair of the sample corpus (deploy/samples/corpus/acme-health).
+HARBOR = cand("S1", "acme-harbor-mri-arrival",
+              "Patients with an MRI appointment at Harbor Imaging Center must arrive 45 minutes before the\n"
+              "appointment time to change and complete the safety questionnaire.", scope=("acme-harbor",))
+IMAGING = cand("S2", "acme-imaging-preparation",
+               "Arrive 30 minutes before your MRI appointment to complete the metal-safety screening.",
+               source_class="preparation_instructions", scope=("acme-harbor",),
+               context="Imaging preparation instructions > MRI")
+
+
+def test_the_sample_mri_arrival_pair_conflicts():
+    found = find([HARBOR, IMAGING], asked=frozenset({"mri", "imaging"}))
     assert found is not None
-    assert (found.first.label, found.second.label) == ("S1", "S2")
-    assert "15min vs 30min" in found.explanation
+    assert {found.first.document_id, found.second.document_id} == {"acme-harbor-mri-arrival",
+                                                                  "acme-imaging-preparation"}
+    assert "lead time 45min vs 30min" in found.explanation
 
 
-def test_same_numbers_do_not_conflict():
+def test_agreeing_documents_do_not_conflict():
     a = cand("S1", "d1", "Arrive 15 minutes early for cardiology.")
     b = cand("S2", "d2", "Cardiology: please arrive fifteen minutes before your visit.")
-    assert detect([a, b], "arrival_preparation", VOCAB) is None
+    assert find([a, b]) is None
 
 
-def test_different_source_classes_do_not_conflict():
-    a = cand("S1", "d1", "Arrive 15 minutes early for cardiology.")
-    b = cand("S2", "d2", "Arrive 30 minutes early for cardiology.", source_class="handbook")
-    assert detect([a, b], "arrival_preparation", VOCAB) is None
+def test_a_class_that_is_no_authority_for_the_rule_does_not_conflict():
+    a = cand("S1", "d1", "Arrive 15 minutes early.")
+    b = cand("S2", "d2", "Arrive 30 minutes early.", source_class="handbook")
+    assert find([a, b]) is None
+    c = cand("S3", "d3", "Arrive 20 minutes early.", source_class="handbook")
+    assert find([b, c]) is not None  # the same class always counts as the same authority
 
 
-def test_different_qualifiers_are_different_rules():
+def test_different_asked_qualifiers_are_different_rules():
     a = cand("S1", "d1", "Arrive 15 minutes early for cardiology.")
     b = cand("S2", "d2", "Arrive 45 minutes early for an MRI.")
-    assert detect([a, b], "arrival_preparation", VOCAB) is None
+    assert find([a, b]) is None
+    assert find([a, b], asked=frozenset({"mri"})) is None  # only one of them is about MRI
 
 
-def test_disjoint_location_scopes_are_different_rules():
-    a = cand("S1", "d1", "Arrive 15 minutes early.", scope=("acme-northside",))
-    b = cand("S2", "d2", "Arrive 30 minutes early.", scope=("acme-northgate",))
-    assert detect([a, b], "arrival_preparation", VOCAB) is None
-    c = cand("S3", "d3", "Arrive 30 minutes early.", scope=())  # every location
-    assert detect([a, c], "arrival_preparation", VOCAB) is not None
+def test_location_specific_rule_overrides_a_tenant_wide_one():
+    general = cand("S1", "policy", "Please arrive 15 minutes before your appointment.", scope=())
+    specific = cand("S2", "northgate", "Please arrive 30 minutes early to complete paperwork.",
+                    scope=("acme-northgate",))
+    assert find([general, specific]) is None
+    other = cand("S3", "northgate-2", "Arrive 20 minutes early.", scope=("acme-northgate",))
+    assert find([specific, other]) is not None
+    elsewhere = cand("S4", "northside", "Arrive 20 minutes early.", scope=("acme-northside",))
+    assert find([specific, elsewhere]) is None
 
 
-def test_same_document_is_never_a_conflict_and_only_top_n_count():
+def test_same_document_never_conflicts_and_only_top_n_count():
     a = cand("S1", "d1", "Arrive 15 minutes early.")
     b = cand("S2", "d1", "Arrive 30 minutes early.")
-    assert detect([a, b], "arrival_preparation", VOCAB) is None
+    assert find([a, b]) is None
     filler = [cand(f"S{i}", f"f{i}", "Parking is free.") for i in range(2, 6)]
     late = cand("S6", "d9", "Arrive 30 minutes early.")
-    assert detect([a, *filler, late], "arrival_preparation", VOCAB, top_n=4) is None
+    assert detect([a, *filler, late], ARRIVAL, VOCAB, top_n=4) is None
 
 
-def test_cancellation_notice_conflict_and_no_topic_no_conflict():
+def test_fasting_times_are_not_arrival_times():
+    text = "Do not eat for 4 hours before a CT scan with contrast. Arrive 30 minutes before your scan."
+    assert rule_quantities(text, ARRIVAL) == {"lead time": frozenset({"30min"})}
+
+
+def test_cancellation_notice_and_fee():
     a = cand("S1", "policy-a", "Cancel at least 24 hours before your appointment.", "cancellation_policy")
     b = cand("S2", "policy-b", "Cancellations need 48 hours notice.", "cancellation_policy")
-    assert detect([a, b], "cancellation_rescheduling", VOCAB) is not None
+    found = detect([a, b], "cancellation_rescheduling", VOCAB)
+    assert found is not None and "1440min vs 2880min" in found.explanation
     assert detect([a, b], "provider_information", VOCAB) is None
+    assert rule_quantities("A late cancellation costs $50.", "cancellation_rescheduling")["fee"] == {"50"}
 
 
-def test_quantities_are_normalized():
-    assert quantities("arrive 1 hour early")["duration"] == quantities("arrive 60 minutes early")["duration"]
-    assert quantities("doors open at 7:30 am")["clock"] == frozenset({"07:30"})
+def test_units_are_normalized():
+    assert rule_quantities("arrive 1 hour early", ARRIVAL) == rule_quantities("arrive 60 minutes early", ARRIVAL)

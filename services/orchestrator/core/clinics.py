@@ -13,7 +13,7 @@ from difflib import SequenceMatcher
 
 GENERIC_WORDS = frozenset({
     "clinic", "clinics", "family", "center", "centre", "medical", "health", "healthcare", "the", "of",
-    "hospital", "office", "practice", "klinikk", "legesenter", "senter",
+    "hospital", "office", "practice", "klinikk", "legesenter", "senter", "synthetic",
 })
 ACCEPT = 0.86  # best score needed to resolve
 MARGIN = 0.12  # best must beat the runner-up by this much

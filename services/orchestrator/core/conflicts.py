@@ -3,12 +3,18 @@ versions from the same authority that disagree are shown and routed to the polic
 generator is never asked to choose). The rule, kept simple and explainable:
 
 Two of the top N hits conflict when
-  1. they come from different documents of the same source class (the same authority),
-  2. both state the asked rule: a topic word of the part's intent AND a quantity (a duration,
-     an amount of money, or a clock time),
-  3. they are about the same thing: the same set of qualifiers (specialty / appointment-type
-     words) and overlapping location scopes (empty scope = every location), and
-  4. they disagree: for a quantity kind both state, the values differ.
+  1. they come from different documents, and from the same authority: the same source class, or
+     two classes that are both authorities for the asked rule (AUTHORITIES, mirroring the
+     validator's source policy: e.g. an arrival rule may come from scheduling_policy or
+     preparation_instructions);
+  2. both state the asked rule: a sentence with a topic word of the part's intent and a
+     rule quantity (arrival: a lead time "N minutes before/early"; cancellation: a notice period
+     "N hours before/notice", or a fee);
+  3. they are about the same thing: each names a qualifier the question asked for (specialty or
+     appointment type, from title, headings or text), or, when none was asked, both name the same
+     qualifiers; and they are equally specific (both for every location, or both scoped to
+     overlapping locations; a location-specific rule overrides a tenant-wide one, not a conflict);
+  4. they disagree: the rule quantities differ.
 Pure: candidates are plain data."""
 
 from __future__ import annotations
@@ -17,17 +23,28 @@ import dataclasses
 import itertools
 import re
 
-TOPICS = {
-    "arrival_preparation": re.compile(r"\b(arriv\w*|early|check[- ]?in|before (your|the) (appointment|visit|scan))\b"),
-    "cancellation_rescheduling": re.compile(r"\b(cancel\w*|reschedul\w*|notice|no[- ]show|late fee)\b"),
-    "availability": re.compile(r"\b(book\w*|walk[- ]ins?|same[- ]day)\b"),
+AUTHORITIES = {
+    "arrival_preparation": frozenset({"scheduling_policy", "preparation_instructions"}),
+    "cancellation_rescheduling": frozenset({"cancellation_policy", "scheduling_policy"}),
 }
-_UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440, "we": 10080}
-_DURATION = re.compile(r"\b(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?|weeks?)\b")
-_MONEY = re.compile(r"(?:\$|usd |nok |nzd |kr\.? ?)(\d+(?:\.\d\d)?)|\b(\d+(?:\.\d\d)?) ?(?:usd|nok|nzd|kr|dollars)\b")
-_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))? ?(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b")
+_DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?)"
+RULES = {
+    "arrival_preparation": (
+        re.compile(r"\b(arriv\w*|check[- ]?in|come in|be here|be there)\b"),
+        {"lead time": re.compile(rf"\b{_DURATION} (?:before|early|prior|ahead|in advance)\b")},
+    ),
+    "cancellation_rescheduling": (
+        re.compile(r"\b(cancel\w*|reschedul\w*|notice)\b"),
+        {
+            "notice period": re.compile(rf"\b{_DURATION} (?:before|in advance|notice|prior|ahead)\b"
+                                        rf"|\bnotice of {_DURATION}"),
+            "fee": re.compile(r"(?:\$|usd |nok |nzd |kr\.? ?)(\d+(?:\.\d\d)?)|\b(\d+(?:\.\d\d)?) ?(?:usd|nok|nzd|kr|dollars)\b"),
+        },
+    ),
+}
+_UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440}
 _WORDS = {"fifteen": "15", "thirty": "30", "forty-five": "45", "sixty": "60", "ten": "10", "twenty": "20",
-          "twenty-four": "24", "forty-eight": "48", "seventy-two": "72", "five": "5"}
+          "twenty-four": "24", "forty-eight": "48", "seventy-two": "72", "five": "5", "one": "1", "two": "2"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +55,7 @@ class Candidate:
     version_id: str
     source_class: str
     text: str
+    context: str = ""  # title and heading path: qualifiers only, never quantities
     location_scope: tuple[str, ...] | None = None  # None: not known
 
 
@@ -48,64 +66,92 @@ class Conflict:
     explanation: str
 
 
-def _numbers_in_words(text: str) -> str:
+def _prepare(text: str) -> str:
+    text = " ".join(text.lower().split())
     for word, digits in _WORDS.items():
         text = re.sub(rf"\b{word}\b", digits, text)
     return text
 
 
-def quantities(text: str) -> dict[str, frozenset[str]]:
-    """Quantities by kind, normalized: durations in minutes, money, clock times as HH:MM."""
-    text = _numbers_in_words(text.lower())
-    durations = frozenset(f"{float(n) * _UNIT_MINUTES[unit[:2]]:g}min" for n, unit in _DURATION.findall(text))
-    money = frozenset(a or b for a, b in _MONEY.findall(text))
-    clocks = set()
-    for h12, m12, ampm, h24, m24 in _CLOCK.findall(text):
-        if ampm:
-            hour = int(h12) % 12 + (12 if ampm.startswith("p") else 0)
-            clocks.add(f"{hour:02d}:{int(m12 or 0):02d}")
-        else:
-            clocks.add(f"{int(h24):02d}:{int(m24):02d}")
-    return {k: v for k, v in (("duration", durations), ("money", money), ("clock", frozenset(clocks))) if v}
+def _value(groups: tuple[str, ...]) -> str:
+    values = [g for g in groups if g]
+    if len(values) >= 2 and values[1][:2] in _UNIT_MINUTES:
+        return f"{float(values[0]) * _UNIT_MINUTES[values[1][:2]]:g}min"
+    return values[0] if values else ""
 
 
-def qualifiers(text: str, vocabulary: dict[str, tuple[str, ...]]) -> frozenset[str]:
-    """Keys of the vocabulary (specialties, appointment types) that the text names."""
-    lowered = text.lower()
-    return frozenset(
+def rule_quantities(text: str, intent: str) -> dict[str, frozenset[str]]:
+    """The asked rule's quantities the text states, by kind (lead time, notice period, fee):
+    only from sentences that also carry a topic word of the intent."""
+    spec = RULES.get(intent)
+    if spec is None:
+        return {}
+    topic, kinds = spec
+    found: dict[str, set[str]] = {}
+    for sentence in re.split(r"(?<=[.!?])\s+|\n|\|", _prepare(text)):
+        if not topic.search(sentence):
+            continue
+        for kind, pattern in kinds.items():
+            for match in pattern.finditer(sentence):
+                value = _value(match.groups())
+                if value:
+                    found.setdefault(kind, set()).add(value)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def qualifiers(text: str, vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None = None) -> frozenset[str]:
+    """Keys of the vocabulary (specialties, appointment types) the text names (plural too), with
+    the specialties those types imply."""
+    lowered = " ".join(text.lower().split())
+    keys = {
         key for key, phrases in vocabulary.items()
-        if any(re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", lowered) for p in phrases)
-    )
+        if any(re.search(rf"(?<![\w-]){re.escape(p)}s?(?![\w-])", lowered) for p in phrases)
+    }
+    for key in list(keys):
+        if implies and key in implies:
+            keys.add(implies[key])
+    return frozenset(keys)
 
 
-def _scopes_overlap(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
-    if a is None or b is None or not a or not b:
+def _same_specificity(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
+    if a is None or b is None:
         return True
+    if not a and not b:
+        return True
+    if bool(a) != bool(b):
+        return False  # the location-specific rule overrides the tenant-wide one
     return bool(set(a) & set(b))
 
 
 def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple[str, ...]],
+           asked: frozenset[str] = frozenset(), implies: dict[str, str] | None = None,
            top_n: int = 4) -> Conflict | None:
     """The first conflicting pair among the top N candidates (rank order), or None."""
-    topic = TOPICS.get(intent)
-    if topic is None:
+    if intent not in RULES:
         return None
     stating = []
     for cand in candidates[:top_n]:
-        if topic.search(cand.text.lower()):
-            found = quantities(cand.text)
-            if found:
-                stating.append((cand, found, qualifiers(cand.text, vocabulary)))
+        found = rule_quantities(cand.text, intent)
+        if found:
+            stating.append((cand, found, qualifiers(f"{cand.context} {cand.text}", vocabulary, implies)))
+    authorities = AUTHORITIES.get(intent, frozenset())
     for (a, qa, wa), (b, qb, wb) in itertools.combinations(stating, 2):
-        if a.document_id == b.document_id or a.source_class != b.source_class:
+        if a.document_id == b.document_id:
             continue
-        if wa != wb or not _scopes_overlap(a.location_scope, b.location_scope):
+        if a.source_class != b.source_class and not {a.source_class, b.source_class} <= authorities:
+            continue
+        if asked:
+            if not (wa & asked and wb & asked):
+                continue
+        elif wa != wb:
+            continue
+        if not _same_specificity(a.location_scope, b.location_scope):
             continue
         for kind in sorted(set(qa) & set(qb)):
             if qa[kind] != qb[kind]:
-                about = ", ".join(sorted(wa)) or "no qualifier"
+                about = ", ".join(sorted((wa & asked) if asked else wa)) or "no qualifier"
                 return Conflict(a, b, (
-                    f"{a.label} ({a.document_id}) and {b.label} ({b.document_id}): same source class "
-                    f"{a.source_class}, both state the {intent} rule ({about}), {kind} "
+                    f"{a.label} ({a.document_id}, {a.source_class}) and {b.label} ({b.document_id}, "
+                    f"{b.source_class}): same authority for the {intent} rule ({about}), {kind} "
                     f"{'/'.join(sorted(qa[kind]))} vs {'/'.join(sorted(qb[kind]))}"))
     return None

@@ -1,0 +1,137 @@
+"""citetrace ask "QUESTION": one question to the orchestrator of the local stack; prints each part's
+answer with numbered citation markers and the sources under it (document, version, anchor), the
+trace ID, or with --json the response in protobuf's JSON mapping."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from citetrace.cli.common import add_data_dir, dev_token, fail, split_list, target
+from citetrace.common.v1 import common_pb2 as c_pb
+from citetrace.common.v1 import route_pb2 as r_pb
+from citetrace.kit.auth import bearer_metadata
+from citetrace.kit.clients import error_info
+from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("ask", help="ask the orchestrator one question and print the traced answer")
+    parser.add_argument("question")
+    who = parser.add_argument_group("caller (a development token is minted unless --token is given)")
+    who.add_argument("--tenant", help="tenant of the development token")
+    who.add_argument("--roles", default="patient", help="comma-separated roles (default: patient)")
+    who.add_argument("--locations", default="", help="comma-separated permitted location IDs (default: all)")
+    who.add_argument("--token", help="a bearer token instead of --tenant/--roles")
+    parser.add_argument("--location", default="", help="location hint (a location ID of the tenant)")
+    parser.add_argument("--as-of", dest="as_of", help="request time, ISO 8601 with offset (default: now)")
+    parser.add_argument("--locale", default="", help="locale, e.g. en or nb-NO")
+    parser.add_argument("--json", action="store_true", help="print the response in protobuf's JSON mapping")
+    parser.add_argument("--target", help="orchestrator address (default: the local stack's)")
+    parser.add_argument("--timeout", type=float, default=20.0, help="deadline in seconds (default 20)")
+    add_data_dir(parser)
+    parser.set_defaults(func=run)
+
+
+def _as_of(value: str | None) -> Timestamp | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        fail(f"--as-of {value!r} is not ISO 8601 (e.g. 2026-12-01T09:00:00-05:00)")
+    if parsed.tzinfo is None:
+        fail(f"--as-of {value!r} needs a UTC offset (e.g. 2026-12-01T09:00:00Z)")
+    stamp = Timestamp()
+    stamp.FromDatetime(parsed.astimezone(dt.UTC).replace(tzinfo=None))
+    return stamp
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.token:
+        token = args.token
+    elif args.tenant:
+        token = dev_token(args.data_dir, args.tenant, split_list(args.roles), split_list(args.locations))
+    else:
+        fail("give --tenant (and --roles) to mint a development token, or --token")
+    request = pb.AskRequest(question=args.question, location_id=args.location, locale=args.locale)
+    stamp = _as_of(args.as_of)
+    if stamp is not None:
+        request.as_of.CopyFrom(stamp)
+    address = args.target or target(args.data_dir, "orchestrator")
+    with grpc.insecure_channel(address) as channel:
+        try:
+            response = pb_grpc.OrchestratorServiceStub(channel).Ask(
+                request, timeout=args.timeout, metadata=bearer_metadata(token))
+        except grpc.RpcError as err:
+            info = error_info(err)
+            reason = f" {info.reason}" if info is not None else ""
+            print(f"citetrace: ask failed: {err.code().name}{reason}: {err.details()}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json_format.MessageToJson(response, indent=2))
+    else:
+        print(render(response))
+    return 0
+
+
+def _name(enum_type, value: int, prefix: str) -> str:
+    return enum_type.Name(value).removeprefix(prefix)
+
+
+def render(response: pb.AskResponse) -> str:
+    """Human-readable answer: per part its outcome and text with [n] markers, then the sources."""
+    lines: list[str] = []
+    sources: dict[str, int] = {}
+    listed: list[c_pb.Citation] = []
+
+    def marker(citation: c_pb.Citation) -> str:
+        if citation.passage_id not in sources:
+            sources[citation.passage_id] = len(sources) + 1
+            listed.append(citation)
+        return f"[{sources[citation.passage_id]}]"
+
+    for part in response.parts:
+        kind = _name(r_pb.PartKind, part.kind, "PART_KIND_")
+        outcome = _name(c_pb.PartOutcome, part.outcome, "PART_OUTCOME_")
+        lines.append(f"[{part.part_id}] {kind}: {outcome}")
+        if part.claims:
+            for claim in part.claims:
+                marks = "".join(marker(c) for c in claim.citations)
+                lines.append(f"  {claim.text}{' ' + marks if marks else ''}")
+        elif part.answer_text:
+            lines.append(f"  {part.answer_text}")
+        for conflict in part.conflicts:
+            text = " ".join(conflict.text.split())
+            lines.append(f"  - \"{text[:240]}\" {marker(conflict.citation)}")
+        if part.withheld:
+            reasons = sorted({_name(c_pb.FailureReason, r, "FAILURE_REASON_") for w in part.withheld for r in w.reasons})
+            lines.append(f"  ({len(part.withheld)} claim(s) withheld: {', '.join(reasons) or 'not supported'})")
+        if part.slots:
+            lines.append(f"  {len(part.slots)} slot(s), as of {part.slots_as_of.ToDatetime():%Y-%m-%d %H:%M:%S} UTC")
+        if part.clarification_question and part.clarification_question != part.answer_text:
+            lines.append(f"  ? {part.clarification_question}")
+        if part.policy_link:
+            lines.append(f"  policy: {part.policy_link}")
+        action = _name(c_pb.NextAction, part.next_action, "NEXT_ACTION_")
+        if action not in ("NONE", "UNSPECIFIED"):
+            lines.append(f"  next: {action}")
+    if listed:
+        lines.append("")
+        lines.append("Sources:")
+        for citation in listed:
+            anchor = f" > {citation.source_anchor}" if citation.source_anchor else ""
+            lines.append(f"  [{sources[citation.passage_id]}] {citation.title or citation.document_id}{anchor}")
+            lines.append(f"      document {citation.document_id}, version {citation.version_id[:12]}, "
+                         f"{citation.source_class}, chars {citation.start}-{citation.end}")
+            lines.append(f"      {citation.link}")
+    lines.append("")
+    delivered = "recorded" if response.trace_delivered else "queued in the outbox"
+    lines.append(f"trace: {response.trace_id} ({delivered})")
+    return "\n".join(lines)

@@ -1,0 +1,160 @@
+"""gRPC adapters behind the core's ports: each call carries the caller's bearer token (forwarded by
+kit.clients.call) and a deadline; a failed RPC becomes the kit DomainError of the same code."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import grpc
+from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as cv_grpc
+from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc
+from citetrace.kit import errors
+from citetrace.kit.auth import AuthSettings, service_token
+from citetrace.kit.clients import call, error_info, stub
+from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as sched_grpc
+from citetrace.trace.v1 import trace_service_pb2 as trace_pb
+from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
+
+log = logging.getLogger("citetrace.orchestrator")
+
+_BY_CODE = {
+    grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: errors.NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyExists,
+    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
+    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
+    grpc.StatusCode.FAILED_PRECONDITION: errors.FailedPrecondition,
+    grpc.StatusCode.ABORTED: errors.Aborted,
+    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: errors.DeadlineExceeded,
+    grpc.StatusCode.UNIMPLEMENTED: errors.Unimplemented,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhausted,
+}
+
+
+def to_domain(service: str, error: grpc.RpcError) -> errors.DomainError:
+    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+    info = error_info(error) if hasattr(error, "trailing_metadata") else None
+    reason = info.reason if info is not None and info.reason else code.name
+    cls = _BY_CODE.get(code, errors.Unavailable if code == grpc.StatusCode.UNKNOWN else errors.DomainError)
+    return cls(reason, f"{service}: {error.details() if hasattr(error, 'details') else error}", service=service)
+
+
+class _Client:
+    service = ""
+
+    def _invoke(self, method, request, timeout: float, token: str | None = None):
+        try:
+            return call(method, request, timeout=timeout, token=token)
+        except grpc.RpcError as err:
+            raise to_domain(self.service, err) from None
+
+
+class SchedulerClient(_Client):
+    service = "scheduler_gateway"
+
+    def __init__(self, target: str) -> None:
+        self._stub = stub(sched_grpc.SchedulerGatewayServiceStub, target)
+
+    def list_locations(self, request, timeout):
+        return self._invoke(self._stub.ListLocations, request, timeout)
+
+    def find_slots(self, request, timeout):
+        return self._invoke(self._stub.FindSlots, request, timeout)
+
+
+class RetrievalClient(_Client):
+    service = "retrieval"
+
+    def __init__(self, target: str) -> None:
+        self._stub = stub(ret_grpc.RetrievalServiceStub, target)
+
+    def search(self, request, timeout):
+        return self._invoke(self._stub.Search, request, timeout)
+
+    def get_passages(self, request, timeout):
+        return self._invoke(self._stub.GetPassages, request, timeout)
+
+
+class GenerationClient(_Client):
+    service = "generation"
+
+    def __init__(self, target: str) -> None:
+        self._stub = stub(gen_grpc.GenerationServiceStub, target)
+
+    def generate(self, request, timeout):
+        return self._invoke(self._stub.Generate, request, timeout)
+
+
+class ValidatorClient(_Client):
+    service = "citation_validator"
+
+    def __init__(self, target: str) -> None:
+        self._stub = stub(cv_grpc.CitationValidatorServiceStub, target)
+
+    def validate(self, request, timeout):
+        return self._invoke(self._stub.Validate, request, timeout)
+
+
+class TraceDelivery(_Client):
+    """RecordTrace with a service token of the record's tenant (role `service`): the caller's own
+    token is not for writing evidence, and the outbox redelivers with no caller at all."""
+
+    service = "trace"
+
+    def __init__(self, target: str, auth: AuthSettings | None, timeout: float) -> None:
+        self._stub = stub(trace_grpc.TraceServiceStub, target)
+        self._auth = auth
+        self._timeout = timeout
+
+    def __call__(self, record: trace_pb.TraceRecord) -> None:
+        if self._auth is None:
+            raise errors.FailedPrecondition("NO_SIGNING_KEY", "no auth settings to mint a service token")
+        token = service_token(self._auth, record.tenant_id, "orchestrator")
+        self._invoke(self._stub.RecordTrace, trace_pb.RecordTraceRequest(record=record), self._timeout, token=token)
+
+
+class TraceSink:
+    """Every record goes through the durable outbox (citetrace.outbox.TraceOutbox): delivered now
+    when the trace service answers, else kept on disk and redelivered in order by its background
+    deliverer. Without the outbox module, records are delivered directly (and logged if lost)."""
+
+    def __init__(self, target: str, auth: AuthSettings | None, outbox_path: Path, timeout: float) -> None:
+        self._outbox = None
+        self._direct = TraceDelivery(target, auth, timeout)
+        try:
+            from citetrace.outbox import TraceOutbox, grpc_deliverer
+        except ImportError:
+            log.warning("citetrace.outbox not available: traces are delivered directly, undelivered ones logged")
+        else:
+            deliver = grpc_deliverer(target, auth, service_name="orchestrator", timeout=timeout) if auth else \
+                self._direct
+            self._outbox = TraceOutbox(outbox_path, deliver)
+
+    @property
+    def durable(self) -> bool:
+        return self._outbox is not None
+
+    def start(self) -> None:
+        if self._outbox is not None:
+            self._outbox.start()
+
+    def stop(self) -> None:
+        if self._outbox is not None:
+            self._outbox.stop()
+
+    def flush(self) -> None:
+        if self._outbox is not None:
+            self._outbox.flush()
+
+    def submit(self, record: trace_pb.TraceRecord) -> bool:
+        if self._outbox is not None:
+            return bool(self._outbox.submit(record))
+        try:
+            self._direct(record)
+            return True
+        except errors.DomainError as err:
+            log.error("trace %s not delivered (%s) and no outbox to keep it", record.trace_id, err)
+            return False
