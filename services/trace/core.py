@@ -8,15 +8,19 @@ Read rules
   tenant must be the token's tenant.
 * Query text (raw and normalized) is returned only to `reviewer` and `auditor`; everyone else gets it
   blanked (the `redacted` flag tells whether it was erased by retention).
-* Passage text in the retrieved set is returned only when the caller may read that source. The
-  record does not carry each version's audience roles, but it does carry the role filter retrieval
-  applied (`retrieval.settings.filters.roles`, falling back to the asker's `principal_roles`):
-  every passage in that part's retrieved set had an audience intersecting that role set. So when
-  the caller holds *all* those roles, the passage's audience intersects the caller's roles too and
-  the text is shown; otherwise it is blanked (identity, digest and anchor stay). This decision is
-  made from data stored with the record at write time, needs no call to retrieval, and never shows
-  text the caller could not have retrieved; it can hide text the caller could read (e.g. a caller
-  with `staff` reading a part searched with `patient,staff`). Fail closed when no roles were recorded.
+* Passage text in the retrieved set is returned only when the caller may read that source, by the
+  same rule retrieval applies to GetPassages: `policy_admin`, `reviewer` and `auditor` read every
+  source of their tenant; anyone else only sources whose audience roles intersect theirs. The record
+  does not carry each version's audience roles, but it does carry the role filter retrieval applied
+  (`retrieval.settings.filters.roles`, falling back to the asker's `principal_roles`): every passage
+  in that part's retrieved set had an audience intersecting that role set. So when a non-privileged
+  caller holds *all* those roles, the passage's audience intersects the caller's roles too and the
+  text is shown; otherwise it is blanked (identity, digest and anchor stay). The decision uses data
+  stored with the record at write time and needs no call to retrieval (reads keep working when
+  retrieval is down, and a source retired since is still shown to whoever could read it then); it
+  never shows text the caller could not have retrieved, and may hide text a caller could read (a
+  `staff` caller reading a part searched with `patient,staff`). Fail closed when no roles were
+  recorded.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ REVIEW_ROLES = frozenset({R.REVIEWER})
 VERSION_EVENT_ROLES = frozenset({R.SERVICE, R.POLICY_ADMIN})
 RETENTION_ROLES = frozenset({R.AUDITOR, R.POLICY_ADMIN, R.SERVICE})
 QUERY_TEXT_ROLES = frozenset(R.READERS_OF_QUERY_TEXT)
+# Read every source of their tenant (the same set retrieval's GetPassages treats as privileged).
+SOURCE_PRIVILEGED_READERS = frozenset({R.POLICY_ADMIN, R.REVIEWER, R.AUDITOR})
 
 TRACE_ID_PATTERN = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
 DEFAULT_PAGE_SIZE = 50
@@ -136,6 +142,8 @@ def passage_roles_required(record: pb.TraceRecord, part: pb.PartRecord) -> froze
 
 
 def may_read_passages(principal: Principal, record: pb.TraceRecord, part: pb.PartRecord) -> bool:
+    if principal.has_any_role(SOURCE_PRIVILEGED_READERS):
+        return True
     required = passage_roles_required(record, part)
     return bool(required) and required <= set(principal.roles)
 

@@ -136,16 +136,19 @@ def test_passage_text_only_when_the_caller_may_read_the_source(trace, metadata_f
                             metadata=metadata_for(TENANT, roles)).record
         return [h.passage.text for h in rec.parts[0].retrieval.retrieved], rec
 
-    shown, _ = texts("t-staff-src", ("auditor", "staff"))
-    assert shown == [MRI_RULE.text, MRI_OTHER.text]
-    hidden, rec = texts("t-staff-src", ("auditor", "patient"))
+    assert texts("t-staff-src", ("staff",))[0] == [MRI_RULE.text, MRI_OTHER.text]
+    record(stub, md, make_record("t-patient-src", filter_roles=("patient",), principal_roles=("patient",)))
+    hidden, rec = texts("t-patient-src", ("staff",))
     assert hidden == ["", ""]
     # Identity, digest and anchor stay even when the text is withheld.
     identity = rec.parts[0].retrieval.retrieved[0].passage.identity
     assert identity.content_sha256 == MRI_RULE.identity.content_sha256 and identity.source_anchor
+    # Reviewers, auditors and policy admins read every source of their tenant (as in retrieval).
+    for roles in (("auditor",), ("reviewer",), ("policy_admin",)):
+        assert texts("t-patient-src", roles)[0] == [MRI_RULE.text, MRI_OTHER.text]
     # A part searched with patient+staff: only a caller holding both may see the text.
-    assert texts("t-both-src", ("reviewer", "staff"))[0] == ["", ""]
-    assert texts("t-both-src", ("reviewer", "staff", "patient"))[0] == [MRI_RULE.text, MRI_OTHER.text]
+    assert texts("t-both-src", ("staff",))[0] == ["", ""]
+    assert texts("t-both-src", ("staff", "patient"))[0] == [MRI_RULE.text, MRI_OTHER.text]
 
 
 def test_list_filters_and_paging(trace, metadata_for):
