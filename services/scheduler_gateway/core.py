@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import InvalidArgument, NotFound
+from citetrace.kit.metrics import record_slot_read_age
 from citetrace.kit.telemetry import stage
 
 from services.scheduler_gateway.domain import (
@@ -154,6 +155,8 @@ class SchedulerCore:
                 start=start, end=end, after=after, cursor=cursor, limit=page_size + 1,
             )
         )
+        # The SQL source reads the system of record live: the data is as old as the read itself.
+        record_slot_read_age((self.clock() - now).total_seconds())
         next_token = ""
         if len(rows) > page_size:
             rows = rows[:page_size]
