@@ -1,0 +1,154 @@
+"""End-to-end fixtures: the six services as separate processes (`citetrace up --detach` on shifted
+ports and a temporary data dir), the sample corpus ingested and the sample slots loaded once per
+session; extra single-service processes (an orchestrator whose scheduler or retrieval is down, a
+generation service with the fault-injecting `test` backend) started on demand."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from citetrace.cli.stack import health_of
+from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
+from citetrace.kit.stack import BY_NAME, SERVICES
+from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
+from citetrace.trace.v1 import trace_service_pb2 as trace_pb
+from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "deploy" / "samples" / "corpus"
+SLOTS = REPO / "deploy" / "samples" / "slots.yaml"
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _free_offset() -> int:
+    for _ in range(200):
+        offset = random.randrange(3000, 9000, 10)
+        ports = [p + offset for info in SERVICES for p in (info.port, info.metrics_port)]
+        if all(_free(p) for p in ports):
+            return offset
+    raise RuntimeError("no free port offset for the e2e stack")
+
+
+def citetrace(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "citetrace.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+@dataclasses.dataclass
+class Stack:
+    data_dir: Path
+    offset: int
+    auth: AuthSettings
+    procs: list[subprocess.Popen] = dataclasses.field(default_factory=list)
+
+    def target(self, service: str) -> str:
+        return f"127.0.0.1:{BY_NAME[service].port + self.offset}"
+
+    def token(self, tenant: str, roles=("patient",), locations=()) -> str:
+        return mint_token(self.auth, tenant_id=tenant, subject=f"e2e-{tenant}", roles=roles, location_ids=locations)
+
+    def ask(self, question: str, tenant: str = "acme-health", roles=("patient",), target: str | None = None,
+            locations=(), **fields) -> pb.AskResponse:
+        with grpc.insecure_channel(target or self.target("orchestrator")) as channel:
+            return pb_grpc.OrchestratorServiceStub(channel).Ask(
+                pb.AskRequest(question=question, **fields), timeout=30,
+                metadata=bearer_metadata(self.token(tenant, roles, locations)))
+
+    def get_trace(self, trace_id: str, tenant: str = "acme-health",
+                  roles=("auditor", "patient")) -> trace_pb.GetTraceResponse:
+        with grpc.insecure_channel(self.target("trace")) as channel:
+            return trace_grpc.TraceServiceStub(channel).GetTrace(
+                trace_pb.GetTraceRequest(trace_id=trace_id), timeout=10,
+                metadata=bearer_metadata(self.token(tenant, roles)))
+
+    def start_service(self, name: str, data_dir: Path, **settings: str) -> str:
+        """One more process of a service on a free port; settings are its env (without prefix)."""
+        info = BY_NAME[name]
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_", "OTEL_"))}
+        env.update({
+            "OPENBLAS_NUM_THREADS": "1",
+            "CITETRACE_AUTH_HS256_SECRET": self.auth.hs256_secret,
+            f"{info.env_prefix}PORT": str(port),
+            f"{info.env_prefix}METRICS_PORT": "-1",
+        })
+        if name == "orchestrator":
+            env[f"{info.env_prefix}DATA_DIR"] = str(data_dir)
+            for other in SERVICES:
+                if other.name != "orchestrator":
+                    env[f"{info.env_prefix}{other.name.upper()}_TARGET"] = self.target(other.name)
+        env.update({f"{info.env_prefix}{key.upper()}": value for key, value in settings.items()})
+        data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(data_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - owned by the child
+        proc = subprocess.Popen([sys.executable, "-m", info.module], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+        log.close()
+        self.procs.append(proc)
+        address = f"127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}; see {data_dir}")
+            if health_of(address, timeout=0.5) == "SERVING":
+                return address
+            time.sleep(0.2)
+        raise RuntimeError(f"{name} on {address} did not become SERVING")
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory) -> Iterator[Stack]:
+    data_dir = tmp_path_factory.mktemp("e2e-stack")
+    offset = _free_offset()
+    up = citetrace("up", "--detach", "--port-offset", str(offset), "--data-dir", str(data_dir))
+    if up.returncode != 0:
+        citetrace("down", "--data-dir", str(data_dir), timeout=60)
+        pytest.fail(f"citetrace up failed: {up.stdout}{up.stderr}")
+    result = Stack(data_dir, offset, AuthSettings(hs256_secret=(data_dir / "dev-secret").read_text().strip()))
+    try:
+        ingest = citetrace("ingest", "--data-dir", str(data_dir), str(CORPUS))
+        assert ingest.returncode == 0, ingest.stdout + ingest.stderr
+        slots = citetrace("slots", "load", "--data-dir", str(data_dir), str(SLOTS))
+        assert slots.returncode == 0, slots.stdout + slots.stderr
+        yield result
+    finally:
+        for proc in result.procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=15)
+            if proc.poll() is None:
+                proc.kill()
+        citetrace("down", "--data-dir", str(data_dir), timeout=60)
+
+
+@pytest.fixture
+def closed_target() -> str:
+    """An address where nothing listens: a downstream that stays down."""
+    return f"127.0.0.1:{free_port()}"
