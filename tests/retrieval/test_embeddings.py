@@ -1,0 +1,147 @@
+"""citetrace.embeddings: the pinned model, explicit truncation/padding, pooling, the cache."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from citetrace.embeddings import (
+    MODEL_SHA256,
+    Embedder,
+    EmbeddingCache,
+    EmbeddingModelError,
+    default_model_path,
+    default_tokenizer_path,
+    sha256_file,
+)
+
+LONG_WORDS = [f"word{i}" for i in range(400)]  # each "wordN" is several WordPiece tokens
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    e = Embedder()
+    e.warm_up()
+    return e
+
+
+def test_model_and_tokenizer_are_found_in_the_installed_packages():
+    assert default_model_path().name == "model.onnx" and default_model_path().is_file()
+    assert default_tokenizer_path().name == "tokenizer.json" and default_tokenizer_path().is_file()
+
+
+def test_model_id_names_model_file_and_truncation():
+    assert Embedder().model_id == f"all-MiniLM-L6-v2-int8@{MODEL_SHA256[:12]}:256"
+    assert Embedder(max_tokens=128).model_id.endswith(":128")
+    assert re.fullmatch(r"all-MiniLM-L6-v2-int8@[0-9a-f]{12}:256", Embedder().model_id)
+
+
+def test_construction_loads_nothing():
+    e = Embedder(model_path="/nonexistent/model.onnx")  # no error until warm-up
+    with pytest.raises(EmbeddingModelError, match="not found"):
+        e.warm_up()
+
+
+def test_a_model_file_with_another_digest_is_refused(tmp_path):
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the pinned model")
+    with pytest.raises(EmbeddingModelError, match="sha256"):
+        Embedder(model_path=fake).warm_up()
+    with pytest.raises(EmbeddingModelError, match="sha256"):
+        Embedder(model_sha256="0" * 64).warm_up()
+
+
+def test_installed_model_matches_the_pin():
+    assert sha256_file(default_model_path()) == MODEL_SHA256
+
+
+def test_max_tokens_is_bounded_by_the_model_positions():
+    with pytest.raises(ValueError):
+        Embedder(max_tokens=513)
+    with pytest.raises(ValueError):
+        Embedder(max_tokens=0)
+
+
+@pytest.mark.slow
+def test_vectors_are_unit_length_float32_in_input_order(embedder):
+    texts = ["Arrive 15 minutes before your appointment.", "x", "Cancellation fee applies within 24 hours."]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    one_by_one = np.stack([embedder.embed_one(t) for t in texts])
+    assert np.allclose(vectors, one_by_one, atol=1e-5)  # padding in a batch changes nothing
+    assert embedder.embed([]).shape == (0, 384)
+
+
+@pytest.mark.slow
+def test_similar_sentences_are_closer_than_unrelated_ones(embedder):
+    a, b, c = embedder.embed(
+        [
+            "When should I arrive for my appointment?",
+            "Please come 15 minutes early.",
+            "The parking garage closes at night.",
+        ]
+    )
+    assert float(a @ b) > float(a @ c) + 0.1
+
+
+@pytest.mark.slow
+def test_truncation_is_256_tokens_not_the_files_128(embedder):
+    encoding = embedder._tokenizer.encode(" ".join(LONG_WORDS))
+    assert len(encoding.ids) == 256
+    base = embedder.embed_one(" ".join(LONG_WORDS))
+    changed_at_150 = LONG_WORDS[:]
+    changed_at_150[50] = "hospital"  # word 50 is beyond token 128 but within 256
+    assert not np.allclose(base, embedder.embed_one(" ".join(changed_at_150)), atol=1e-4)
+    changed_at_end = LONG_WORDS[:]
+    changed_at_end[390] = "hospital"  # far beyond token 256
+    assert np.allclose(base, embedder.embed_one(" ".join(changed_at_end)), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_padding_is_to_the_longest_text_in_the_batch(embedder):
+    encodings = embedder._tokenizer.encode_batch(["short", "a slightly longer text here"])
+    assert len(encodings[0].ids) == len(encodings[1].ids) < 128
+
+
+class CountingEmbedder:
+    """Stands in for Embedder in cache tests: deterministic vectors, counts texts embedded."""
+
+    def __init__(self, model_id: str = "fake@000:256") -> None:
+        self.model_id, self.dimension, self.embedded = model_id, 4, []
+
+    def embed(self, texts, batch_size=16):
+        self.embedded.extend(texts)
+        return np.array([[len(t), 1.0, 0.0, i] for i, t in enumerate(texts)], dtype=np.float32)
+
+
+def test_cache_computes_each_text_once(tmp_path):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    fake = CountingEmbedder()
+    first = cache.embed_cached(fake, ["alpha", "beta", "alpha"])
+    assert fake.embedded == ["alpha", "beta"]
+    again = cache.embed_cached(fake, ["beta", "alpha", "gamma"])
+    assert fake.embedded == ["alpha", "beta", "gamma"]
+    assert np.array_equal(again[0], first[1]) and np.array_equal(again[1], first[0])
+    assert np.array_equal(first[0], first[2])
+    assert len(cache) == 3
+
+
+def test_cache_is_keyed_by_model_id_and_persists(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    EmbeddingCache(path).embed_cached(CountingEmbedder("m@1:256"), ["alpha"])
+    other = CountingEmbedder("m@1:128")
+    EmbeddingCache(path).embed_cached(other, ["alpha"])
+    assert other.embedded == ["alpha"]  # another truncation is another vector space
+    same = CountingEmbedder("m@1:256")
+    EmbeddingCache(path).embed_cached(same, ["alpha"])
+    assert same.embedded == []
+
+
+@pytest.mark.slow
+def test_cache_returns_what_the_embedder_computes(tmp_path, embedder):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    texts = ["Bring your insurance card.", "Fasting is required for 8 hours."]
+    assert np.array_equal(cache.embed_cached(embedder, texts), cache.embed_cached(embedder, texts))
+    assert np.allclose(cache.embed_cached(embedder, texts), embedder.embed(texts), atol=1e-6)
