@@ -160,12 +160,24 @@ def decide(
     def conflict(reason: str) -> Decision:
         return Decision(UNSUPPORTED, round(min(score, 0.25) * 0.5, 4), reason, coverage, sim, span)
 
-    # Numbers and times.
+    # Numbers and times: each clause's quantities must be in the evidence unit that clause is about
+    # (the passage may say "30 minutes" about MRI and "15 minutes" about everything else).
+    unit_texts = [u.text for e in evidence for u in claimtext.units(e.text)] or [evidence_text]
+    unit_info = [(t, claimtext.content_set(t), claimtext.quantities(t)) for t in unit_texts]
     evidence_quantities = claimtext.quantities(evidence_text)
-    for q in sorted(claimtext.quantities(claim)):
-        if not _quantity_ok(q, evidence_quantities):
-            said = ", ".join(sorted(f"{v} {u}".strip() for v, u in evidence_quantities)) or "no number"
-            return conflict(f"the claim says {q[0]} {q[1]}".rstrip() + f" but the cited passage says {said}")
+    for clause in _clauses(claim, _POLARITY_SPLIT) or [claim]:
+        wanted = claimtext.quantities(clause)
+        if not wanted:
+            continue
+        words = {w for w in claimtext.content_stems(clause) if not w[0].isdigit()}
+        overlaps = [len(words & u_set) for _, u_set, _ in unit_info]
+        best = max(overlaps) if words else 0
+        candidates = [info for info, n in zip(unit_info, overlaps, strict=True) if n == best] if best else []
+        pool = candidates or [(evidence_text, frozenset(), evidence_quantities)]
+        for q in sorted(wanted):
+            if not any(_quantity_ok(q, u_q) for _, _, u_q in pool):
+                said = ", ".join(sorted({f"{v} {u}".strip() for _, _, u_q in pool for v, u in u_q})) or "no number"
+                return conflict(f"the claim says {q[0]} {q[1]}".rstrip() + f" but the cited passage says {said}")
     # Names (clinics, people, days) and bounds must be the passage's own: "Northgate" is not
     # "Northside", "under 18" is not "over 18". Never paraphrasable, so never left to coverage.
     for name in _NAME.findall(claim):
@@ -223,13 +235,16 @@ def decide(
         return Decision(UNSUPPORTED, round(score, 4),
                         f"coverage {union_coverage:.2f} is below {thresholds.unsupported_coverage}; not in the passage: "
                         f"{missing_words}", coverage, sim, span)
-    if similarity is not None and coverage >= thresholds.assist_coverage and thresholds.assist_similarity <= 1.0:
+    # Between the thresholds: similarity ranks the case for review (reported in score and reason);
+    # it may lift a well-covered paraphrase only if the tuned thresholds allow it (never alone).
+    if similarity is not None and coverage >= thresholds.assist_coverage:
         sim = similarity(claim, span or evidence_text)
         score = (1 - thresholds.embedding_weight) * coverage + thresholds.embedding_weight * max(sim, 0.0)
-    if sim is not None and sim >= thresholds.assist_similarity:
-        return Decision(SUPPORTED, round(score, 4),
-                        f"coverage {coverage:.2f} with similarity {sim:.2f} >= {thresholds.assist_similarity}; "
-                        f"paraphrased: {missing_words}", coverage, sim, span)
+        if sim >= thresholds.assist_similarity:
+            return Decision(SUPPORTED, round(score, 4),
+                            f"coverage {coverage:.2f} with similarity {sim:.2f} >= {thresholds.assist_similarity}; "
+                            f"paraphrased: {missing_words}", coverage, sim, span)
+    similar = f", similarity {sim:.2f}" if sim is not None else ""
     return Decision(UNRESOLVED, round(score, 4),
-                    f"coverage {coverage:.2f} between thresholds; not in the passage: {missing_words}",
+                    f"coverage {coverage:.2f} between thresholds{similar}; not in the passage: {missing_words}",
                     coverage, sim, span)

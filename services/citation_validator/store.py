@@ -1,0 +1,93 @@
+"""PassageStore over gRPC: retrieval's GetPassages, called with the caller's own token (so the
+store of record applies the caller's tenant and role scope) and a bounded deadline."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC
+
+import grpc
+from citetrace.common.v1 import common_pb2
+from citetrace.kit.clients import call, error_info, stub
+from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
+from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+
+from services.citation_validator.core import Loaded, StoredPassage, StoreUnavailable
+
+BATCH = 20
+_STATUS = {
+    common_pb2.VERSION_STATUS_APPROVED: "APPROVED",
+    common_pb2.VERSION_STATUS_DRAFT: "DRAFT",
+    common_pb2.VERSION_STATUS_RETIRED: "RETIRED",
+}
+
+
+def stored_from_proto(passage: common_pb2.Passage, version: common_pb2.DocumentVersion | None) -> StoredPassage:
+    ident = passage.identity
+    valid_from = valid_to = None
+    status, superseded, source_class, title = "", "", ident.source_class, passage.title
+    if version is not None:
+        status = _STATUS.get(version.status, "")
+        if version.HasField("valid_from"):
+            valid_from = version.valid_from.ToDatetime(tzinfo=UTC)
+        if version.HasField("valid_to"):
+            valid_to = version.valid_to.ToDatetime(tzinfo=UTC)
+        superseded = version.superseded_by_version_id
+        source_class = version.document.source_class or source_class
+        title = title or version.document.title
+    return StoredPassage(
+        passage_id=ident.passage_id, tenant_id=ident.tenant_id, document_id=ident.document_id,
+        version_id=ident.version_id, start=ident.start, end=ident.end, content_sha256=ident.content_sha256,
+        source_anchor=ident.source_anchor, source_class=source_class, text=passage.text, status=status,
+        valid_from=valid_from, valid_to=valid_to, superseded_by=superseded, title=title,
+        heading_context=passage.heading_context,
+    )
+
+
+class RetrievalPassageStore:
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._stub = stub(ret_grpc.RetrievalServiceStub, target)
+
+    def load(self, passage_ids: list[str], timeout: float) -> Loaded:
+        deadline = time.monotonic() + timeout
+        found: dict[str, StoredPassage] = {}
+        not_found: set[str] = set()
+        pending = list(dict.fromkeys(passage_ids))
+        while pending:
+            batch, pending = pending[:BATCH], pending[BATCH:]
+            self._load_batch(batch, deadline, found, not_found)
+        return Loaded(found, not_found)
+
+    def _load_batch(self, batch: list[str], deadline: float, found: dict, not_found: set) -> None:
+        remaining = list(batch)
+        while remaining:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreUnavailable(f"retrieval at {self.target} did not answer in time")
+            try:
+                reply = call(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), timeout=left)
+            except grpc.RpcError as err:
+                code = err.code()
+                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
+                    info = error_info(err)
+                    missing = info.metadata.get("passage_id") if info is not None else None
+                    if missing in remaining:
+                        not_found.add(missing)
+                        remaining.remove(missing)
+                        continue
+                    if len(remaining) == 1:
+                        not_found.add(remaining.pop())
+                        continue
+                    for pid in list(remaining):  # which one? ask one by one
+                        self._load_batch([pid], deadline, found, not_found)
+                    return
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise StoreUnavailable(f"retrieval at {self.target} did not answer in time") from err
+                raise StoreUnavailable(f"retrieval at {self.target}: {code.name}") from err
+            versions = {v.version_id: v for v in reply.versions}
+            for passage in reply.passages:
+                found[passage.identity.passage_id] = stored_from_proto(
+                    passage, versions.get(passage.identity.version_id))
+            not_found.update(pid for pid in remaining if pid not in found)
+            return
