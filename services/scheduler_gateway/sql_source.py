@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import logging
 import uuid
 from collections.abc import Sequence
 
+from citetrace.kit.errors import Unavailable
 from sqlalchemy import Engine, and_, func, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from services.scheduler_gateway import schema as s
 from services.scheduler_gateway.domain import (
@@ -22,6 +25,27 @@ from services.scheduler_gateway.domain import (
     SlotRecord,
     TenantCatalog,
 )
+
+log = logging.getLogger("citetrace.scheduler_gateway")
+
+
+def _unavailable_on_db_error(method):
+    """A database that cannot be reached (or a lock that cannot be had) is UNAVAILABLE with a
+    reason the orchestrator can turn into SOURCE_UNAVAILABLE, never an INTERNAL or a guess."""
+
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SQLAlchemyError as exc:
+            if isinstance(exc, IntegrityError):
+                raise
+            log.warning("scheduling database error in %s: %s", method.__name__, exc.__class__.__name__)
+            raise Unavailable(
+                "SCHEDULING_DB_UNAVAILABLE", "the scheduling system of record cannot be read right now; retry later"
+            ) from exc
+
+    return wrapped
 
 
 class SqlSlotSource:
@@ -48,6 +72,7 @@ class SqlSlotSource:
 
     # -- reads ---------------------------------------------------------------------------------
 
+    @_unavailable_on_db_error
     def catalog(self, tenant_id: str) -> TenantCatalog:
         with self.engine.connect() as conn:
             def ids(table, column):
@@ -76,6 +101,7 @@ class SqlSlotSource:
             .outerjoin(pr, and_(pr.c.tenant_id == sc.c.tenant_id, pr.c.provider_id == sc.c.provider_id))
         )
 
+    @_unavailable_on_db_error
     def find_free_slots(self, query: SlotQuery) -> list[SlotRecord]:
         sl, sc = s.slots, s.schedules
         stmt = self._slot_select().where(
@@ -101,6 +127,7 @@ class SqlSlotSource:
         with self.engine.connect() as conn:
             return [_slot(row) for row in conn.execute(stmt)]
 
+    @_unavailable_on_db_error
     def list_locations(
         self, tenant_id: str, location_ids: frozenset[str] | None, after_id: str | None, limit: int
     ) -> Sequence[LocationRecord]:
@@ -140,6 +167,7 @@ class SqlSlotSource:
 
     # -- the one write ---------------------------------------------------------------------------
 
+    @_unavailable_on_db_error
     def confirm(
         self,
         tenant_id: str,

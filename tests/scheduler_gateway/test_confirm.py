@@ -147,3 +147,30 @@ def test_concurrent_confirmations_have_exactly_one_winner(loaded, metadata_for):
         assert bookings(url, "acme-health", slot_id) == 1
         row = slot_row(url, "acme-health", slot_id)
         assert (row.status, row.version) == ("busy", 2)
+
+
+def test_a_lost_database_is_unavailable_not_internal(auth, postgres_url, metadata_for):
+    """The orchestrator turns UNAVAILABLE into SOURCE_UNAVAILABLE; it must never see a guess."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    from .conftest import gateway, load, world
+
+    load(postgres_url, world())
+    with gateway(auth, postgres_url) as stub:
+        md = metadata_for("acme-health")
+        assert stub.FindSlots(pb.FindSlotsRequest(specialty="cardiology"), timeout=TIMEOUT, metadata=md).slots
+        url = make_url(postgres_url)
+        admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE "{url.database}" WITH (FORCE)')
+        admin.dispose()
+        for call in (
+            lambda: stub.FindSlots(pb.FindSlotsRequest(specialty="cardiology"), timeout=TIMEOUT, metadata=md),
+            lambda: confirm(stub, md, "ns-1", 1),
+            lambda: stub.ListLocations(pb.ListLocationsRequest(), timeout=TIMEOUT, metadata=md),
+        ):
+            with pytest.raises(grpc.RpcError) as caught:
+                call()
+            assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert error_info(caught.value).reason == "SCHEDULING_DB_UNAVAILABLE"
