@@ -38,3 +38,21 @@ def promtool() -> str:
 @pytest.fixture(scope="session")
 def prometheus_bin() -> str:
     return ensure_tool("prometheus", "install-prometheus.sh")
+
+
+@pytest.fixture(scope="session")
+def traced_stack(tmp_path_factory):
+    """The six services as processes exporting spans to a local OTLP receiver, with the sample
+    corpus ingested and the sample slots loaded (results kept for the tests to assert on)."""
+    from observability.harness import OtlpReceiver, running_stack
+
+    receiver = OtlpReceiver()
+    data_dir = tmp_path_factory.mktemp("stack")
+    try:
+        with running_stack(data_dir, receiver.endpoint) as stack:
+            stack.ingest = stack.cli("ingest", str(ROOT / "deploy" / "samples" / "corpus"), "--target",
+                                     stack.target("retrieval"))
+            stack.slots = stack.cli("slots", "load", str(ROOT / "deploy" / "samples" / "slots.yaml"))
+            yield stack, receiver
+    finally:
+        receiver.stop()
