@@ -45,29 +45,26 @@ from .types import (
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 #: Above this many contiguous runs, eligible vectors are gathered instead of sliced.
 _MAX_SLICED_RUNS = 64
+#: Dead rows (replaced or removed passages) tolerated before the buffers are compacted.
+_MIN_DEAD_ROWS_TO_COMPACT = 1024
 _rowwise_dot = getattr(np, "vecdot", None) or (lambda m, q: np.einsum("ij,j->i", m, q))
 
 
-def _fingerprint(p: IndexedPassage) -> int:
-    """Content identity of a passage (all fields and the vector's bytes), as an int."""
+def _vector_digest(vector) -> bytes:
+    if vector is None:
+        return b""
+    return hashlib.sha256(np.ascontiguousarray(vector, dtype=np.float32).tobytes()).digest()
+
+
+def _fingerprint(p: IndexedPassage, vector_digest: bytes) -> int:
+    """Content identity of a passage (every field, and its vector's digest), as an int."""
     fields = [
-        p.passage_id,
-        p.tenant_id,
-        p.document_id,
-        p.version_id,
-        p.source_class,
-        p.text,
-        "\x1e".join(p.roles),
-        "\x1e".join(p.location_scope),
-        "\x1e".join(p.intents),
-        p.locale,
-        p.status,
-        p.valid_from.isoformat(),
-        p.valid_to.isoformat() if p.valid_to else "",
-    ]
+        p.passage_id, p.tenant_id, p.document_id, p.version_id, p.source_class, p.text,
+        "\x1e".join(p.roles), "\x1e".join(p.location_scope), "\x1e".join(p.intents),
+        p.locale, p.status, p.valid_from.isoformat(), p.valid_to.isoformat() if p.valid_to else "",
+    ]  # fmt: skip
     digest = hashlib.sha256("\x1f".join(fields).encode("utf-8"))
-    if p.vector is not None:
-        digest.update(np.ascontiguousarray(p.vector, dtype=np.float32).tobytes())
+    digest.update(vector_digest)
     return int.from_bytes(digest.digest()[:16], "big")
 
 
@@ -164,16 +161,22 @@ class EmbeddedIndex:
         self._analyzer = analyzer or EnglishAnalyzer()
         self._write_lock = threading.Lock()
         self._bm25 = bm25 or BM25Settings()
-        # Writer-side state, touched only under _write_lock.
+        self._dimension: int | None = None
+        self._reset_rows()
+        self._snapshot = self._build_snapshot()
+
+    def _reset_rows(self) -> None:
+        """Fresh writer-side state (touched only under _write_lock). Always new objects:
+        published snapshots keep referring to the old ones."""
         self._row_by_pid: dict[str, int] = {}
         self._passages: list[IndexedPassage | None] = []  # by row; None once replaced or removed
         self._row_pid: list[str] = []
         self._row_terms: list[Counter | None] = []
         self._fingerprints: dict[str, int] = {}
+        self._vector_digests: dict[str, bytes] = {}
         self._doc_len = _GrowableRows((), np.float32)
         self._has_vector = _GrowableRows((), np.bool_)
         self._vectors: _GrowableRows | None = None
-        self._dimension: int | None = None
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._group_members: dict[tuple, dict[int, None]] = {}  # scope key -> ordered set of rows
         self._groups: dict[tuple, _Group] = {}
@@ -181,7 +184,6 @@ class EmbeddedIndex:
         self._n_docs = 0
         self._total_len = 0.0
         self._content_digest = 0  # XOR of live fingerprints: order-free, updatable in O(1)
-        self._snapshot = self._build_snapshot()
 
     # -- reads -----------------------------------------------------------------
 
@@ -261,14 +263,16 @@ class EmbeddedIndex:
                 if reason:
                     errors.append(UpsertError(getattr(p, "passage_id", ""), reason))
                     continue
-                fingerprint = _fingerprint(p)
+                vector_digest = _vector_digest(p.vector)
+                fingerprint = _fingerprint(p, vector_digest)
                 if self._fingerprints.get(p.passage_id) != fingerprint:  # identical: nothing to do
                     if p.passage_id in self._row_by_pid:
                         self._retire_row(self._row_by_pid[p.passage_id], removed, touched)
-                    self._append_row(p, fingerprint, added, touched)
+                    self._append_row(p, fingerprint, vector_digest, added, touched)
                 indexed += 1
             self._apply_postings(added, removed)
             self._refresh_groups(touched)
+            self._compact_if_sparse()
             self._snapshot = self._build_snapshot()
         return IndexReport(indexed=indexed, errors=errors)
 
@@ -298,6 +302,7 @@ class EmbeddedIndex:
             if rows:
                 self._apply_postings({}, removed)
                 self._refresh_groups(touched)
+                self._compact_if_sparse()
                 self._snapshot = self._build_snapshot()
         return len(rows)
 
@@ -317,18 +322,34 @@ class EmbeddedIndex:
             return "vector must be finite and non-zero"
         return None
 
-    def _append_row(self, p: IndexedPassage, fingerprint: int, added, touched: set[tuple]) -> None:
+    def _append_row(
+        self,
+        p: IndexedPassage,
+        fingerprint: int,
+        vector_digest: bytes,
+        added,
+        touched: set[tuple],
+        terms: Counter | None = None,
+        unit_vector: np.ndarray | None = None,
+    ) -> None:
+        """A new row for ``p``. ``terms``/``unit_vector`` carry over an existing row's
+        analysis and stored vector (compaction) so nothing is recomputed."""
         row = len(self._row_pid)
-        terms = Counter(self._analyzer(p.text))
+        terms = terms if terms is not None else Counter(self._analyzer(p.text))
         for term, tf in terms.items():
             added.setdefault(term, []).append((row, tf))
         self._row_pid.append(p.passage_id)
-        self._passages.append(p)
+        self._passages.append(dataclasses.replace(p, vector=None))  # the buffer holds the vector
         self._row_terms.append(terms)
         self._doc_len.put(row, sum(terms.values()))
-        self._put_vector(row, p.vector)
+        if unit_vector is not None:
+            self._vectors.put(row, unit_vector)
+            self._has_vector.put(row, True)
+        else:
+            self._put_vector(row, p.vector)
         self._row_by_pid[p.passage_id] = row
         self._fingerprints[p.passage_id] = fingerprint
+        self._vector_digests[p.passage_id] = vector_digest
         self._content_digest ^= fingerprint
         self._n_docs += 1
         self._total_len += sum(terms.values())
@@ -340,11 +361,35 @@ class EmbeddedIndex:
             self._has_vector.put(row, False)
             return
         vector = np.asarray(vector, dtype=np.float32)
-        if self._vectors is None:
+        if self._dimension is None:
             self._dimension = vector.shape[0]
+        if self._vectors is None:
             self._vectors = _GrowableRows((self._dimension,), np.float32)
         self._vectors.put(row, vector / np.linalg.norm(vector))  # unit length: dot = cosine
         self._has_vector.put(row, True)
+
+    def _compact_if_sparse(self) -> None:
+        """Rebuild the rows without the dead ones once they outnumber the live ones
+        (replaced or removed passages leave dead rows behind in the append-only buffers)."""
+        dead = len(self._row_pid) - self._n_docs
+        if dead < _MIN_DEAD_ROWS_TO_COMPACT or dead < self._n_docs:
+            return
+        live = [r for r, p in enumerate(self._passages) if p is not None]
+        carried = [
+            (self._passages[r], self._fingerprints[self._row_pid[r]], self._vector_digests[self._row_pid[r]],
+             self._row_terms[r],
+             self._vectors.get(r).copy() if self._vectors is not None and self._has_vector.get(r) else None)
+            for r in live
+        ]  # fmt: skip
+        self._reset_rows()
+        added: dict[str, list[tuple[int, int]]] = {}
+        touched: set[tuple] = set()
+        for p, fingerprint, vector_digest, terms, unit_vector in carried:
+            if unit_vector is not None and self._vectors is None:
+                self._vectors = _GrowableRows((self._dimension,), np.float32)
+            self._append_row(p, fingerprint, vector_digest, added, touched, terms, unit_vector)
+        self._apply_postings(added, {})
+        self._refresh_groups(touched)
 
     def _retire_row(self, row: int, removed, touched: set[tuple]) -> None:
         p = self._passages[row]
@@ -353,6 +398,7 @@ class EmbeddedIndex:
         self._total_len -= float(self._doc_len.get(row))
         self._n_docs -= 1
         self._content_digest ^= self._fingerprints.pop(p.passage_id)
+        del self._vector_digests[p.passage_id]
         del self._row_by_pid[p.passage_id]
         self._leave_group(row, p, touched)
         self._version_rows[(p.tenant_id, p.version_id)].discard(row)
@@ -363,7 +409,7 @@ class EmbeddedIndex:
         old = self._passages[row]
         self._leave_group(row, old, touched)
         self._join_group(row, new, touched)
-        fingerprint = _fingerprint(new)
+        fingerprint = _fingerprint(new, self._vector_digests[new.passage_id])
         self._content_digest ^= self._fingerprints[new.passage_id] ^ fingerprint
         self._fingerprints[new.passage_id] = fingerprint
         self._passages[row] = new
