@@ -205,7 +205,7 @@ def _sentence_spans(text: str, offset: int) -> list[tuple[int, int]]:
     """Sentence spans of one paragraph (absolute offsets)."""
     spans: list[tuple[int, int]] = []
     start = 0
-    for match in re.finditer(r"[.!?](?=[\"”')\]]?\s+[\"“(\[]?[A-Z0-9\u00C0-\u024F])", text):
+    for match in re.finditer(r"[.!?](?=[\"”')\]]?\s+[\"“(\[]?[A-Z0-9\u00C0-\u024F\u2600-\u27BF\U0001F300-\U0001FAFF])", text):
         end = match.end()
         if _ABBREVIATION_END.search(text[max(0, end - 8) : end]):
             continue
@@ -283,8 +283,18 @@ def _attach(out: list[Unit], unit: Unit, text_source: str | None = None) -> None
 
 
 def _emit_paragraph(out: list[Unit], text: str, start: int, end: int) -> None:
+    pending: Unit | None = None  # a bare "No." / "Yes." answer goes with the sentence that follows it
     for s, e in _sentence_spans(text[start:end], start):
-        _attach(out, Unit(_collapse(text[s:e]), s, e, "sentence"))
+        unit = Unit(_collapse(text[s:e]), s, e, "sentence")
+        if pending is not None:
+            unit = Unit(f"{pending.text} {unit.text}", pending.start, unit.end, "sentence")
+            pending = None
+        if len(content_stems(unit.text)) < 2 and not depends_on_previous(unit.text):
+            pending = unit
+            continue
+        _attach(out, unit)
+    if pending is not None:
+        _attach(out, pending)
 
 
 def _emit_list(out: list[Unit], items: list[tuple[int, int, str]]) -> None:

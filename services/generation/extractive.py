@@ -37,6 +37,8 @@ _INTENT_CUES: dict[str, frozenset[str]] = {
         "experience", "treats", "sees", "accepts")),
     "AVAILABILITY": frozenset(claimtext.stem(w) for w in ("book", "booking", "walk-in", "open", "hours", "slot")),
 }
+# Negations and qualifiers matter to the validator, not to what a question is about.
+_CUE_STEMS = frozenset(claimtext.stem(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES)
 # Validator reasons that condemn the passage, not just the sentence.
 _PASSAGE_REASONS = frozenset({
     "VERSION_MISMATCH", "SPAN_DIGEST_MISMATCH", "LOCATOR_MISMATCH", "STALE_VERSION", "SCOPE_VIOLATION",
@@ -54,6 +56,15 @@ class _Candidate:
     position: int
 
 
+def _subject(passage) -> str:
+    """A provider profile's sentences often have no subject ("Cardiologist at Northside ...");
+    the section heading names it. The claim is then "<heading>: <sentence>", both source wording."""
+    if passage.source_class != "provider_profile" or not passage.heading_context:
+        return ""
+    last = passage.heading_context.split(" > ")[-1].strip()
+    return last if last and last != passage.title else ""
+
+
 class ExtractiveBackend:
     name = "extractive"
 
@@ -66,15 +77,23 @@ class ExtractiveBackend:
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
-        question = claimtext.content_set(request.question) - _QUESTION_NOISE
+        question = claimtext.content_set(request.question) - _QUESTION_NOISE - _CUE_STEMS
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
-        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str]]] = []
+        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str]]] = []
         for rank, passage in enumerate(request.passages):
             # The passage around a unit (its heading, title and other sentences) is context:
             # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
-            heading = claimtext.content_set(f"{passage.title} {passage.heading_context} {passage.text}")
-            for position, unit in enumerate(claimtext.units(passage.text)):
+            around = claimtext.content_set(f"{passage.title} {passage.heading_context} {passage.text}")
+            heading = claimtext.content_set(passage.heading_context)
+            # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer.
+            asks = passage.heading_context.rstrip().endswith("?") and bool(question) and \
+                len(question & heading) * 2 >= len(question)
+            subject = _subject(passage)
+            for position, raw_unit in enumerate(claimtext.units(passage.text)):
+                unit = raw_unit
+                if subject and not raw_unit.text.startswith(subject):
+                    unit = claimtext.Unit(f"{subject}: {raw_unit.text}", raw_unit.start, raw_unit.end, raw_unit.kind)
                 if claimtext.looks_like_instruction(unit.text) or claimtext.contains_link(unit.text):
                     continue
                 if len(claimtext.content_stems(unit.text)) < 2:
@@ -86,11 +105,11 @@ class ExtractiveBackend:
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
                 merged[key] = candidate
-                unit_sets.append((candidate, claimtext.content_set(unit.text), heading))
+                unit_sets.append((candidate, claimtext.content_set(unit.text), around, heading if asks else frozenset()))
         if not unit_sets:
             return []
         df: dict[str, int] = {}
-        for _, stems, _ in unit_sets:
+        for _, stems, _, _ in unit_sets:
             for s in stems:
                 df[s] = df.get(s, 0) + 1
         n = len(unit_sets)
@@ -98,17 +117,17 @@ class ExtractiveBackend:
         def idf(term: str) -> float:
             return math.log(1.0 + n / df.get(term, 1))
 
-        for candidate, stems, heading in unit_sets:
-            direct = sum(idf(t) for t in question & stems)
+        for candidate, stems, around, asked in unit_sets:
+            direct = sum(idf(t) for t in question & (stems | asked))
             cue = 0.5 * sum(idf(t) for t in cues & stems)
-            context = 0.4 * sum(idf(t) for t in (question - stems) & heading)
+            context = 0.4 * sum(idf(t) for t in (question - stems - asked) & around)
             score = direct + cue + context
             if direct == 0 and cue == 0:
                 score = 0.0  # a heading match alone does not make a sentence an answer
             # Long units collect overlap by size alone: damp gently.
             candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12))
         ranked = sorted(
-            (c for c, _, _ in unit_sets if c.score > 0),
+            (c for c, _, _, _ in unit_sets if c.score > 0),
             key=lambda c: (-round(c.score, 9), c.rank, c.position),
         )
         return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
