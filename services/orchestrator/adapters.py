@@ -145,9 +145,9 @@ class TraceSink:
         if self._outbox is not None:
             self._outbox.stop()
 
-    def flush(self) -> None:
-        if self._outbox is not None:
-            self._outbox.flush()
+    def flush(self) -> int:
+        """Delivers waiting records now; returns how many are still waiting."""
+        return self._outbox.flush() if self._outbox is not None else 0
 
     def submit(self, record: trace_pb.TraceRecord) -> bool:
         if self._outbox is not None:

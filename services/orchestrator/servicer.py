@@ -57,6 +57,10 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         if self._sink is not None:
             self._sink.stop()
 
+    def flush_traces(self) -> int:
+        """Delivers records waiting in the trace outbox now; returns how many still wait."""
+        return self._sink.flush() if self._sink is not None else 0
+
     def Ask(self, request, context):
         question = request.question
         if not question.strip():
