@@ -121,3 +121,18 @@ def test_route_is_deterministic():
     question = "Can I book cardiology tomorrow, and when should I arrive?"
     first, second = route(question, AS_OF, ACME), route(question, AS_OF, ACME)
     assert first.parts == second.parts and first.entities == second.entities
+
+
+def test_a_clinic_that_does_not_offer_the_specialty_gets_one_question_with_the_alternatives():
+    result = route("Can I book dermatology at Northside tomorrow?", AS_OF, ACME)
+    (part,) = result.parts
+    assert part.missing == ["location"]
+    assert part.clarification == "Northside Family Clinic does not offer dermatology. " \
+                                 "Would you like Northgate Family Clinic instead?"
+
+
+def test_a_specialty_the_tenant_does_not_offer_asks_which_specialty():
+    result = route("Can I book physiotherapy tomorrow?", AS_OF, ACME)
+    (part,) = result.parts
+    assert part.missing == ["specialty"]
+    assert part.clarification.startswith("Physiotherapy is not offered here. Which specialty")

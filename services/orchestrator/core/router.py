@@ -292,11 +292,25 @@ def _plan_slots(plan: PartPlan, result: Route, date_range: dates.DateRange | Non
     else:
         plan.range_start, plan.range_end = as_of, as_of + dt.timedelta(days=horizon_days)
         result.explanations.append(f"date: none named; the next {horizon_days} days from as_of")
+    offered = sorted({s for loc in permitted or [] for s in loc.specialties})
+    examples = f" ({', '.join(s.replace('_', ' ') for s in offered)})" if offered else ""
+    name = result.specialty.replace("_", " ")
     if not result.specialty:
         plan.missing.append("specialty")
-        offered = sorted({s for loc in permitted or [] for s in loc.specialties})
-        examples = f" ({', '.join(s.replace('_', ' ') for s in offered)})" if offered else ""
         plan.clarification = f"Which specialty would you like to book{examples}?"
+        return
+    if offered and result.specialty not in offered:
+        plan.missing.append("specialty")
+        plan.clarification = f"{name.capitalize()} is not offered here. Which specialty would you like to book{examples}?"
+        result.explanations.append(f"specialty {result.specialty}: offered by none of the caller's locations")
+        return
+    loc = result.location
+    if loc is not None and loc.specialties and result.specialty not in loc.specialties and permitted is not None:
+        others = [other for other in permitted if result.specialty in other.specialties]
+        plan.missing.append("location")
+        plan.clarification = (f"{loc.display_name} does not offer {name}. Would you like "
+                              f"{_join_names(others)} instead?")
+        result.explanations.append(f"location {loc.location_id}: does not offer {result.specialty}")
         return
     if result.location is None and permitted is not None:
         if ambiguous:
