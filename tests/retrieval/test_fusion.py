@@ -102,3 +102,9 @@ def test_zscore_of_a_constant_list_ranks_absent_passages_below_present_ones():
     hits = fuse([("a", 2.0), ("b", 2.0)], [("c", 0.9), ("a", 0.1)], FusionSettings(method="zscore"))
     # lexical z: a 0, b 0, c absent -> -1; vector z: c +1, a -1, b absent -> -1
     assert {h.passage_id: h.fused_score for h in hits} == pytest.approx({"a": -0.5, "b": -0.5, "c": 0.0})
+
+
+def test_limit_keeps_the_best_hits_only():
+    lexical = [(f"l{i}", float(10 - i)) for i in range(10)]
+    everything = fuse(lexical, [], FusionSettings(mode="lexical"))
+    assert fuse(lexical, [], FusionSettings(mode="lexical"), limit=3) == everything[:3]

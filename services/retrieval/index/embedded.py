@@ -203,7 +203,7 @@ class EmbeddedIndex:
         mode, limit = query.fusion.mode, query.fusion.candidate_k
         lexical = self._lexical_candidates(snap, query.text, eligible, limit) if mode != "vector" else []
         vector = self._vector_candidates(snap, query.vector, eligible, limit) if mode != "lexical" else []
-        return fuse(lexical, vector, query.fusion)[: query.k]
+        return fuse(lexical, vector, query.fusion, limit=query.k)
 
     def _lexical_candidates(self, snap: _Snapshot, text: str, eligible: np.ndarray, limit: int):
         query_terms = Counter(self._analyzer(text))

@@ -82,8 +82,11 @@ def _convex_scores(lexical, vector, s: FusionSettings) -> dict[str, float]:
     }
 
 
-def fuse(lexical: Candidates, vector: Candidates, settings: FusionSettings) -> list[Hit]:
-    """All candidates of both lists as Hits, best first (fused_rank 1, 2, ...).
+def fuse(
+    lexical: Candidates, vector: Candidates, settings: FusionSettings, limit: int | None = None
+) -> list[Hit]:
+    """The candidates of both lists as Hits, best first (fused_rank 1, 2, ...); all of
+    them, or the best ``limit``.
 
     ``lexical`` and ``vector`` are (passage_id, score) pairs from each retriever; pass an
     empty list for a retriever that did not run (lexical-only or vector-only mode).
@@ -96,7 +99,7 @@ def fuse(lexical: Candidates, vector: Candidates, settings: FusionSettings) -> l
     fused = scorer(lex, vec, settings)
     lex_at = {pid: (rank, score) for rank, (pid, score) in enumerate(lex, start=1)}
     vec_at = {pid: (rank, score) for rank, (pid, score) in enumerate(vec, start=1)}
-    order = sorted(fused, key=lambda pid: (-fused[pid], pid))
+    order = sorted(fused, key=lambda pid: (-fused[pid], pid))[:limit]
     return [
         Hit(
             passage_id=pid,
