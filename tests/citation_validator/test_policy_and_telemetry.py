@@ -1,0 +1,77 @@
+"""The source policy and thresholds are data files, validated at start-up with errors naming the
+file and key; the spans of a validation nest as DESIGN §7 says and carry no text."""
+
+from __future__ import annotations
+
+import pytest
+from citetrace.kit.telemetry import add_span_processor, setup_tracing
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from services.citation_validator.policy import SourcePolicy, SourcePolicyError
+from services.citation_validator.servicer import build_spec
+from services.citation_validator.settings import HERE, Settings
+from services.citation_validator.support import Thresholds
+
+from .conftest import claim
+
+
+def test_shipped_policy_loads_and_says_profiles_cannot_set_cancellation_terms():
+    policy = SourcePolicy.load(HERE / "source_policy.yaml")
+    assert policy.version == "source-policy-2026.11.1"
+    assert not policy.permits("CANCELLATION_TERM", "provider_profile")
+    assert policy.permits("CANCELLATION_TERM", "cancellation_policy")
+    assert policy.permits("PROVIDER_DESCRIPTION", "provider_profile")
+    assert policy.claim_type("") == "GENERAL_POLICY"
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("claim_types: {ARRIVAL_RULE: [scheduling_policy]}\n", "'version'"),
+        ("version: v1\nclaim_types: {ARRIVAL_RUL: [scheduling_policy]}\n", "claim_types.ARRIVAL_RUL"),
+        ("version: v1\nclaim_types: {ARRIVAL_RULE: [blog_post]}\n", "blog_post"),
+        ("version: v1\nclaim_types: {ARRIVAL_RULE: [scheduling_policy]}\nextra: 1\n", "extra"),
+        ("version: v1\nclaim_types: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_policy_files_are_rejected_naming_file_and_key(tmp_path, body, needle):
+    path = tmp_path / "policy.yaml"
+    path.write_text(body)
+    with pytest.raises(SourcePolicyError) as caught:
+        SourcePolicy.load(path)
+    assert str(path) in str(caught.value) and needle in str(caught.value)
+
+
+def test_bad_policy_file_fails_the_service_start(tmp_path):
+    path = tmp_path / "policy.yaml"
+    path.write_text("version: v1\nclaim_types: {NOT_A_TYPE: []}\n")
+    with pytest.raises(SourcePolicyError):
+        build_spec(Settings(port=0, metrics_port=-1, source_policy_file=path))
+
+
+def test_thresholds_file_is_validated(tmp_path):
+    assert Thresholds.load(HERE / "support_thresholds.yaml").version.startswith("support-thresholds-")
+    bad = tmp_path / "t.yaml"
+    bad.write_text("version: x\nsupported_coverage: high\n")
+    with pytest.raises(ValueError, match="supported_coverage"):
+        Thresholds.load(bad)
+    bad.write_text("version: x\nsupport_cov: 1\n")
+    with pytest.raises(ValueError, match="support_cov"):
+        Thresholds.load(bad)
+
+
+def test_validate_span_has_reload_and_support_children_without_text(validate, world):
+    exporter = InMemorySpanExporter()
+    setup_tracing("citetrace-test")
+    add_span_processor(SimpleSpanProcessor(exporter))
+    validate([claim("c1", "Please arrive 15 minutes before your appointment time.", "S1")],
+             world.offered("val-arrival"))
+    spans = exporter.get_finished_spans()
+    parent = next(s for s in spans if s.name == "validator.validate")
+    children = {s.name: s for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id}
+    assert {"validator.reload", "validator.support"} <= set(children)
+    assert parent.attributes["citetrace.passed"] is True
+    assert children["validator.reload"].attributes["citetrace.passages"] == 1
+    for span in (parent, *children.values()):
+        assert not any("arrive" in str(v) for v in span.attributes.values())
