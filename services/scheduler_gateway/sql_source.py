@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 
 from citetrace.kit.errors import Unavailable
-from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy import Engine, and_, func, literal, or_, select, union_all, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from services.scheduler_gateway import schema as s
@@ -74,16 +74,26 @@ class SqlSlotSource:
 
     @_unavailable_on_db_error
     def catalog(self, tenant_id: str) -> TenantCatalog:
-        with self.engine.connect() as conn:
-            def ids(table, column):
-                return frozenset(conn.execute(select(column).where(table.c.tenant_id == tenant_id)).scalars())
-
-            return TenantCatalog(
-                specialties=ids(s.specialties, s.specialties.c.specialty_id),
-                location_ids=ids(s.locations, s.locations.c.location_id),
-                provider_ids=ids(s.providers, s.providers.c.provider_id),
-                appointment_types=ids(s.appointment_types, s.appointment_types.c.appointment_type_id),
+        """The tenant's names in one round trip."""
+        parts = [
+            select(literal(kind).label("kind"), column.label("value")).where(table.c.tenant_id == tenant_id)
+            for kind, table, column in (
+                ("specialty", s.specialties, s.specialties.c.specialty_id),
+                ("location", s.locations, s.locations.c.location_id),
+                ("provider", s.providers, s.providers.c.provider_id),
+                ("type", s.appointment_types, s.appointment_types.c.appointment_type_id),
             )
+        ]
+        found: dict[str, set[str]] = {"specialty": set(), "location": set(), "provider": set(), "type": set()}
+        with self.engine.connect() as conn:
+            for kind, value in conn.execute(union_all(*parts)):
+                found[kind].add(value)
+        return TenantCatalog(
+            specialties=frozenset(found["specialty"]),
+            location_ids=frozenset(found["location"]),
+            provider_ids=frozenset(found["provider"]),
+            appointment_types=frozenset(found["type"]),
+        )
 
     def _slot_select(self):
         sl, sc, lo, cl, pr = s.slots, s.schedules, s.locations, s.clinics, s.providers
