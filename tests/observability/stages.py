@@ -18,3 +18,4 @@ DESIGN_STAGES: dict[str, tuple[str, str | None]] = {
     "scheduler.find_slots": ("scheduler_gateway", None),
     "trace.record": ("trace", None),
 }
+

@@ -125,3 +125,14 @@ def test_container_healthcheck_follows_the_grpc_health_protocol(auth):
         address = runner.address
     gone = probe(address)
     assert gone.returncode == 1 and gone.stdout.strip() in ("UNAVAILABLE", "NOT_SERVING")
+
+
+def test_kit_stage_table_matches_design_section_7():
+    """The kit pre-creates the latency series of exactly the DESIGN §7 stages."""
+    from observability.stages import DESIGN_STAGES
+
+    assert {stage: service for service, stages in metrics.DESIGN_STAGES.items() for stage in stages} == {
+        stage: service for stage, (service, _) in DESIGN_STAGES.items()}
+    metrics.init_service_metrics("retrieval")
+    assert REGISTRY.get_sample_value("citetrace_stage_duration_seconds_count",
+                                     {"service": "retrieval", "stage": "retrieval.vector"}) is not None

@@ -38,6 +38,16 @@ CITATION_FAILURE_REASONS = (
     "VERSION_MISMATCH", "SPAN_DIGEST_MISMATCH", "LOCATOR_MISMATCH", "STALE_VERSION", "AUTHORITY_MISMATCH",
     "SCOPE_VIOLATION", "UNSUPPORTED",
 )
+# The stage spans of DESIGN.md §7 by the service that opens them: their latency series start at
+# zero when the service starts, so rates and quantiles work from the first request.
+DESIGN_STAGES = {
+    "orchestrator": ("orchestrator.ask", "orchestrator.route"),
+    "retrieval": ("retrieval.search", "retrieval.embed", "retrieval.lexical", "retrieval.vector", "retrieval.fuse"),
+    "generation": ("generation.generate",),
+    "citation_validator": ("validator.validate", "validator.reload", "validator.support"),
+    "scheduler_gateway": ("scheduler.find_slots",),
+    "trace": ("trace.record",),
+}
 ANSWER_OUTCOMES = (
     "ANSWERED", "PARTIALLY_ANSWERED", "ABSTAINED_NO_EVIDENCE", "SOURCE_UNAVAILABLE", "OUT_OF_SCOPE",
     "NEEDS_CLARIFICATION", "CONFLICT", "UNRESOLVED",
@@ -111,6 +121,8 @@ def init_service_metrics(service: str) -> None:
     counters this service owns, so rates and `increase()` work from the first scrape."""
     BUILD_INFO.labels(service=service, version=package_version()).set(1)
     SCOPE_VIOLATIONS_BLOCKED.labels(service=service)
+    for stage_name in DESIGN_STAGES.get(service, ()):
+        STAGE_DURATION.labels(service=service, stage=stage_name)
     if service == "orchestrator":
         for outcome in ANSWER_OUTCOMES:
             ANSWERS.labels(outcome=outcome)
