@@ -9,3 +9,8 @@ bench-support: setup
 
 bench-support-tune: setup
 	OPENBLAS_NUM_THREADS=1 $(PY) -m services.citation_validator.bench_support --tune --json bench/results/support.json
+
+# Latency of Generate (extractive) and Validate over real gRPC on the sample corpus.
+.PHONY: bench-contract
+bench-contract: setup
+	$(PY) bench/contract_bench.py --json bench/results/contract.json
