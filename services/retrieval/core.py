@@ -195,7 +195,8 @@ class RetrievalCore:
             return self.embedder.embed(texts)
         return self.cache.embed_cached(self.embedder, texts)
 
-    def _index_version(self, version: VersionRecord, text: str, passages: list[PassageRecord]) -> None:
+    def _index_version(self, version: VersionRecord, text: str, passages: list[PassageRecord],
+                       vectors: np.ndarray | None = None) -> None:
         key = (version.tenant_id, version.version_id)
         self._versions[key] = version
         self._tenants.add(version.tenant_id)
@@ -205,7 +206,8 @@ class RetrievalCore:
             self.backend.remove_version(version.tenant_id, version.version_id)
             return
         inputs = [embedding_text(p.heading_context, text[p.start:p.end]) for p in passages]
-        vectors = self._embed(inputs)
+        if vectors is None or len(vectors) != len(passages):
+            vectors = self._embed(inputs)
         report = self.backend.upsert(
             IndexedPassage(
                 passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
@@ -299,7 +301,7 @@ class RetrievalCore:
             locale=locale, extraction_version=extraction, ingested_at=now, text_length=len(text))
         with stage(SERVICE, "retrieval.ingest", passages=len(passages)):
             # Embed before storing: a model failure stores nothing. Cached by text digest.
-            self._embed([embedding_text(p.heading_context, text[p.start:p.end]) for p in passages])
+            vectors = self._embed([embedding_text(p.heading_context, text[p.start:p.end]) for p in passages])
             with self._write_lock:
                 try:
                     outcome = self.store.ingest(doc, version, text, passages, now,
@@ -309,7 +311,8 @@ class RetrievalCore:
                 if outcome.created or outcome.reextracted:
                     if outcome.reextracted:
                         self.backend.remove_version(doc.tenant_id, version_id)
-                    self._index_version(outcome.version, text, outcome.passages)
+                    same = [p.passage_id for p in outcome.passages] == [p.passage_id for p in passages]
+                    self._index_version(outcome.version, text, outcome.passages, vectors if same else None)
                 for old in outcome.superseded:
                     self._refresh_version(old)
         return outcome
