@@ -10,8 +10,9 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 
+from citetrace.kit import roles
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import InvalidArgument, NotFound
+from citetrace.kit.errors import InvalidArgument, NotFound, PermissionDenied
 from citetrace.kit.metrics import record_slot_read_age
 from citetrace.kit.telemetry import stage
 
@@ -29,6 +30,10 @@ from services.scheduler_gateway.domain import (
 
 SERVICE = "scheduler_gateway"
 MAX_PAGE_SIZE = 100
+MAX_ID_LENGTH = 128
+MAX_PATIENT_REF_LENGTH = 256
+# Who may book: the patient, desk staff, or a service acting for them. Reviewers and auditors read.
+CONFIRM_ROLES = (roles.PATIENT, roles.STAFF, roles.SERVICE)
 
 __all__ = ["SchedulerCore", "FindSlotsInput", "FindSlotsResult", "day_bounds_utc", "Limits"]
 
@@ -178,6 +183,16 @@ class SchedulerCore:
             )
         if not patient_ref.strip():
             raise InvalidArgument("MISSING_PATIENT_REF", "patient_ref is required", field="patient_ref")
+        if len(slot_id) > MAX_ID_LENGTH or len(patient_ref.strip()) > MAX_PATIENT_REF_LENGTH:
+            raise InvalidArgument(
+                "VALUE_TOO_LONG",
+                f"slot_id is at most {MAX_ID_LENGTH} and patient_ref at most {MAX_PATIENT_REF_LENGTH} characters",
+                field="slot_id" if len(slot_id) > MAX_ID_LENGTH else "patient_ref",
+            )
+        if not principal.has_any_role(CONFIRM_ROLES):
+            raise PermissionDenied(
+                "ROLE_NOT_ALLOWED", f"booking a slot needs one of the roles {', '.join(CONFIRM_ROLES)}"
+            )
         with stage(SERVICE, "scheduler.confirm_slot", tenant=principal.tenant_id) as span:
             outcome = self.source.confirm(
                 principal.tenant_id, _scope(principal, ""), slot_id, expected_version,

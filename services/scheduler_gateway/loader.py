@@ -222,6 +222,9 @@ def _named_list(check: _Checker, values: Any, path: str) -> dict[str, str]:
             name = check.text(entry.get("name"), f"{item_path}.name") if "name" in entry else str(ident)
         if ident is None:
             continue
+        if ident != ident.lower():
+            check.error(item_path, f"{ident!r}: specialty and appointment type IDs are lowercase")
+            continue
         if ident in out:
             check.error(item_path, f"duplicate {ident!r}")
         out[ident] = name or ident

@@ -264,6 +264,9 @@ def ensure_schema(engine: Engine) -> int:
     if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
         Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
     with engine.connect().execution_options(**WRITE) as conn, conn.begin():
+        if conn.dialect.name == "postgresql":
+            # Replicas starting together on a fresh database: one creates, the others wait.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(5053005053)")
         if not inspect(conn).has_table(schema_version.name):
             metadata.create_all(conn)
             conn.execute(schema_version.insert().values(version=SCHEMA_VERSION, applied_at=dt.datetime.now(UTC)))

@@ -7,6 +7,7 @@ import datetime as dt
 
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.context import current_principal
+from citetrace.kit.errors import InvalidArgument
 from citetrace.kit.server import ServiceSpec
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
@@ -122,7 +123,10 @@ def slot_to_proto(slot: SlotRecord, as_of: timestamp_pb2.Timestamp) -> common_pb
 def _time(message, field: str) -> dt.datetime | None:
     if not message.HasField(field):
         return None
-    return getattr(message, field).ToDatetime(tzinfo=UTC)
+    try:
+        return getattr(message, field).ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidArgument("INVALID_TIMESTAMP", f"{field} is not a valid timestamp", field=field) from exc
 
 
 def _timestamp(value: dt.datetime) -> timestamp_pb2.Timestamp:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from citetrace.kit.errors import Unavailable
 from sqlalchemy import Engine, and_, func, literal, or_, select, union_all, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from services.scheduler_gateway import schema as s
 from services.scheduler_gateway.domain import (
@@ -30,16 +31,15 @@ log = logging.getLogger("citetrace.scheduler_gateway")
 
 
 def _unavailable_on_db_error(method):
-    """A database that cannot be reached (or a lock that cannot be had) is UNAVAILABLE with a
-    reason the orchestrator can turn into SOURCE_UNAVAILABLE, never an INTERNAL or a guess."""
+    """A database that cannot be reached (or a lock or pooled connection that cannot be had in
+    time) is UNAVAILABLE with a reason the orchestrator turns into SOURCE_UNAVAILABLE. Anything
+    else (a bug) stays INTERNAL."""
 
     @functools.wraps(method)
     def wrapped(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except SQLAlchemyError as exc:
-            if isinstance(exc, IntegrityError):
-                raise
+        except (OperationalError, InterfaceError, PoolTimeout) as exc:
             log.warning("scheduling database error in %s: %s", method.__name__, exc.__class__.__name__)
             raise Unavailable(
                 "SCHEDULING_DB_UNAVAILABLE", "the scheduling system of record cannot be read right now; retry later"

@@ -101,6 +101,8 @@ def test_other_tenants_and_other_locations_slots_are_not_found(loaded, metadata_
         ({"expected_version": 1, "patient_ref": "p"}, "MISSING_SLOT_ID"),
         ({"slot_id": "ns-1", "patient_ref": "p"}, "MISSING_EXPECTED_VERSION"),
         ({"slot_id": "ns-1", "expected_version": 1}, "MISSING_PATIENT_REF"),
+        ({"slot_id": "ns-1", "expected_version": 1, "patient_ref": "p" * 257}, "VALUE_TOO_LONG"),
+        ({"slot_id": "s" * 129, "expected_version": 1, "patient_ref": "p"}, "VALUE_TOO_LONG"),
     ],
 )
 def test_confirm_bad_input(auth, sqlite_url, metadata_for, fields, reason):
@@ -174,3 +176,14 @@ def test_a_lost_database_is_unavailable_not_internal(auth, postgres_url, metadat
                 call()
             assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
             assert error_info(caught.value).reason == "SCHEDULING_DB_UNAVAILABLE"
+
+
+def test_only_patients_staff_and_services_may_book(loaded, metadata_for):
+    stub, url = loaded
+    with pytest.raises(grpc.RpcError) as caught:
+        confirm(stub, metadata_for("acme-health", roles=("reviewer", "auditor")), "ns-1", 1)
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert error_info(caught.value).reason == "ROLE_NOT_ALLOWED"
+    assert bookings(url, "acme-health", "ns-1") == 0
+    assert confirm(stub, metadata_for("acme-health", roles=("staff",)), "ns-1", 1).result == \
+        pb.CONFIRM_RESULT_CONFIRMED

@@ -140,6 +140,7 @@ def test_unknown_specialty_of_the_tenant_even_if_another_tenant_has_it(loaded, m
         ({"specialty": "cardiology", "provider_id": "bor-nobody"}, "UNKNOWN_PROVIDER"),
         ({"specialty": "cardiology", "appointment_type": "mri"}, "UNKNOWN_APPOINTMENT_TYPE"),
         ({"specialty": "cardiology", "page_token": "not-a-token"}, "INVALID_PAGE_TOKEN"),
+        ({"specialty": "cardiology", "start_time": timestamp_pb2.Timestamp(seconds=10**12)}, "INVALID_TIMESTAMP"),
     ],
 )
 def test_bad_input_is_invalid_argument_with_a_reason(auth, sqlite_url, metadata_for, fields, reason):

@@ -74,6 +74,8 @@ def mutate(change) -> dict:
          "bad.yaml: tenants[3].id: duplicate tenant 'borealis-clinics'"),
         (lambda d: d.__setitem__("format", "citetrace.slots/v9"),
          "bad.yaml: format: expected 'citetrace.slots/v1'"),
+        (lambda d: d["tenants"][1]["specialties"].append("Oncology"),
+         "bad.yaml: tenants[1].specialties[2]: 'Oncology': specialty and appointment type IDs are lowercase"),
         (lambda d: d["tenants"][0].pop("locations"),
          "bad.yaml: tenants[0].locations: required key is missing"),
     ],
