@@ -49,3 +49,24 @@ def test_every_stage_of_design_section_7_has_a_latency_budget():
     budgets = {rule["labels"]["stage"] for group in groups for rule in group["rules"]
                if rule.get("record") == "citetrace:stage_latency_budget_seconds"}
     assert set(DESIGN_STAGES) <= budgets, sorted(set(DESIGN_STAGES) - budgets)
+
+
+def test_kubernetes_scrape_config_keeps_the_job_and_component_labels():
+    """Debian's promtool is built without Kubernetes service discovery, so this one is checked
+    structurally: same job and rule files as the checked configs, pods kept by annotation, and
+    the `component` label the alerts and dashboards read."""
+    import re
+
+    config = yaml.safe_load((PROM / "prometheus.k8s.yml").read_text())
+    local = yaml.safe_load((PROM / "prometheus.yml").read_text())
+    assert config["rule_files"] == local["rule_files"]
+    (job,) = config["scrape_configs"]
+    assert job["job_name"] == local["scrape_configs"][0]["job_name"] == "citetrace"
+    relabels = job["relabel_configs"]
+    targets = {r.get("target_label") for r in relabels}
+    assert {"component", "__address__", "__metrics_path__"} <= targets
+    keep = [r for r in relabels if r.get("action") == "keep"]
+    assert any("prometheus_io_scrape" in r["source_labels"][0] for r in keep)
+    address = next(r for r in relabels if r.get("target_label") == "__address__")
+    assert re.fullmatch(address["regex"], "10.0.0.7:50052;9152").expand(
+        address["replacement"].replace("$", "\\")) == "10.0.0.7:9152"
