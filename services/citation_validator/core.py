@@ -168,7 +168,7 @@ _RULE_WORDS = frozenset({
 
 
 def states_rule(text: str) -> bool:
-    return bool(claimtext.quantities(text)) or bool(set(claimtext.tokens(text)) & (_RULE_WORDS | {"not", "no"}))
+    return bool(claimtext.quantities(text)) or bool(set(claimtext.tokens(text)) & _RULE_WORDS)
 
 
 class Validator:

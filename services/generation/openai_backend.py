@@ -66,7 +66,7 @@ Reply with JSON only: {"claims": [{"claim_id": "c1", "text": "...", "evidence_la
 def build_messages(request: GenerationRequest) -> list[dict[str, str]]:
     quoted = "\n".join(
         f'<passage label="{p.label}" source_class="{p.source_class}" section="{_attr(p.heading_context)}">\n'
-        f"{p.text}\n</passage>"
+        f"{_quoted(p.text)}\n</passage>"
         for p in request.passages
     )
     user = (
@@ -84,6 +84,11 @@ def build_messages(request: GenerationRequest) -> list[dict[str, str]]:
             "strictly from the cited passage; never cite a label that is not listed above:\n" + "\n".join(lines) + "\n"
         )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def _quoted(text: str) -> str:
+    """Passage text cannot close its own quotation: a literal passage tag inside it is defused."""
+    return re.sub(r"<(/?)(passage)", r"‹\1\2", text, flags=re.IGNORECASE)
 
 
 def _attr(value: str) -> str:
