@@ -71,6 +71,9 @@ class Stack:
     def target(self, service: str) -> str:
         return f"127.0.0.1:{BY_NAME[service].port + self.offset}"
 
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return citetrace(*args, timeout=timeout)
+
     def token(self, tenant: str, roles=("patient",), locations=()) -> str:
         return mint_token(self.auth, tenant_id=tenant, subject=f"e2e-{tenant}", roles=roles, location_ids=locations)
 

@@ -258,3 +258,23 @@ def test_regeneration_with_feedback_recovers(stack, faulty):
     assert record.parts[0].generation.attempts == 2
     first = [claim for claim in record.parts[0].claims if claim.attempt == 1]
     assert first and not any(claim.shown for claim in first)
+
+
+def test_cli_prints_markers_sources_and_trace_or_json(stack):
+    from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+    from google.protobuf import json_format
+
+    text = stack.cli("ask", "--data-dir", str(stack.data_dir), "--tenant", "acme-health", "--roles", "patient",
+                     "Can I book cardiology at Northside tomorrow, and when should I arrive?", timeout=60)
+    assert text.returncode == 0, text.stderr
+    assert "[p1] LIVE_SLOT: ANSWERED" in text.stdout and "[p2] ARRIVAL_PREPARATION: ANSWERED" in text.stdout
+    assert "[1]" in text.stdout and "Sources:" in text.stdout and "/documents/acme-arrival-policy/versions/" in text.stdout
+    trace_id = text.stdout.strip().splitlines()[-1].split()[1]
+    assert stack.get_trace(trace_id).record.trace_id == trace_id
+    as_json = stack.cli("ask", "--data-dir", str(stack.data_dir), "--tenant", "acme-health", "--json",
+                        "--as-of", "2026-12-01T14:00:00Z", ARRIVAL_Q, timeout=60)
+    assert as_json.returncode == 0, as_json.stderr
+    response = json_format.Parse(as_json.stdout, pb.AskResponse())
+    assert response.parts[0].outcome == c.PART_OUTCOME_ANSWERED
+    assert '"outcome": "PART_OUTCOME_ANSWERED"' in as_json.stdout and '"passageId"' in as_json.stdout
+    assert stack.get_trace(response.trace_id).record.as_of.ToJsonString() == "2026-12-01T14:00:00Z"

@@ -204,3 +204,35 @@ def test_question_validation(auth, tmp_path, trace_service):
     with serving(spec, auth) as orch, pytest.raises(grpc.RpcError) as caught:
         _ask(orch, auth, "x" * 5000)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def _sample(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+
+    value = REGISTRY.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def test_trace_id_is_the_otel_trace_of_orchestrator_ask_and_outcomes_are_counted(auth, tmp_path, trace_service):
+    from citetrace.kit.telemetry import add_span_processor, setup_tracing
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    setup_tracing("citetrace-tests")
+    exporter = InMemorySpanExporter()
+    add_span_processor(SimpleSpanProcessor(exporter))
+    answered = _sample("citetrace_answers_total", outcome="ANSWERED")
+    out_of_scope = _sample("citetrace_answers_total", outcome="OUT_OF_SCOPE")
+    with serving(_scheduler_spec(StubScheduler()), auth) as sched, \
+            serving(_orchestrator(auth, tmp_path, sched.address, trace_service.address), auth) as orch:
+        response = _ask(orch, auth, "Can I book cardiology at Alpha Clinic tomorrow and do I have the flu?")
+    assert [p.outcome for p in response.parts] == [c.PART_OUTCOME_ANSWERED, c.PART_OUTCOME_OUT_OF_SCOPE]
+    spans = {s.name: s for s in exporter.get_finished_spans()
+             if format(s.context.trace_id, "032x") == response.trace_id}
+    assert {"orchestrator.ask", "orchestrator.route"} <= set(spans)
+    ask_span = spans["orchestrator.ask"]
+    assert spans["orchestrator.route"].parent.span_id == ask_span.context.span_id
+    # No question text in span attributes.
+    assert not any("flu" in str(v) for s in spans.values() for v in (s.attributes or {}).values())
+    assert _sample("citetrace_answers_total", outcome="ANSWERED") == answered + 1
+    assert _sample("citetrace_answers_total", outcome="OUT_OF_SCOPE") == out_of_scope + 1

@@ -572,12 +572,17 @@ class Orchestrator:
         if outcome == "UNRESOLVED":
             text, action = self.messages["unresolved"], "PREPARE_REVIEW_TASK"
         if plan.kind == "CANCELLATION_RESCHEDULING" and hits:
-            policy = next((h for h in hits if h.passage.identity.source_class == "cancellation_policy"), hits[0])
-            ident = policy.passage.identity
-            out.part.policy_link = pinned_link(ident.document_id, ident.version_id)
+            self._link_policy(out, hits)
         elif action == "VIEW_POLICY":
             action = "CONTACT_SCHEDULING_DESK"  # no policy to link to
         self._set(out, outcome, text, action)
+
+    @staticmethod
+    def _link_policy(out: PartOutput, hits: list[ret_pb.SearchHit]) -> None:
+        """The applicable policy, pinned to its version: the best-ranked cancellation policy."""
+        policy = next((h for h in hits if h.passage.identity.source_class == "cancellation_policy"), hits[0])
+        ident = policy.passage.identity
+        out.part.policy_link = pinned_link(ident.document_id, ident.version_id)
 
     def _generate_and_validate(self, out: PartOutput, plan: router.PartPlan, hits: list[ret_pb.SearchHit],
                                offered: list[c_pb.LabelledPassage], request: AskInput, deadline: Deadline) -> None:
@@ -713,7 +718,10 @@ class Orchestrator:
         if factual_shown and not out.part.withheld:
             self._set(out, "ANSWERED", " ".join(texts), "NONE")
         elif factual_shown:
-            action = "VIEW_POLICY" if plan.kind == "CANCELLATION_RESCHEDULING" else "CONTACT_SCHEDULING_DESK"
+            action = "CONTACT_SCHEDULING_DESK"
+            if plan.kind == "CANCELLATION_RESCHEDULING":
+                action = "VIEW_POLICY"
+                self._link_policy(out, hits)
             self._set(out, "PARTIALLY_ANSWERED", " ".join(texts), action)
         else:
             del out.part.claims[:]
