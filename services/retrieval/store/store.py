@@ -235,18 +235,18 @@ class Store:
     # --- writes -------------------------------------------------------------------------------
 
     def ingest(self, document: DocumentRecord, version: VersionRecord, text: str,
-               passages: list[PassageRecord], now: datetime) -> IngestOutcome:
+               passages: list[PassageRecord], now: datetime, *, compare_valid_from: bool = True) -> IngestOutcome:
         """Stores a version with its passages in one transaction; idempotent for the same text.
         A concurrent identical ingest that wins the race makes this one report created=False."""
         for attempt in range(2):
             try:
-                return self._ingest_once(document, version, text, passages, now)
+                return self._ingest_once(document, version, text, passages, now, compare_valid_from)
             except IntegrityError:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
-    def _ingest_once(self, document, version, text, passages, now) -> IngestOutcome:
+    def _ingest_once(self, document, version, text, passages, now, compare_valid_from) -> IngestOutcome:
         with self._session() as s, s.begin():
             doc = s.get(DocumentRow, (document.tenant_id, document.document_id))
             if doc is not None and doc.source_class != document.source_class:
@@ -262,7 +262,7 @@ class Store:
                         f"this exact text is already stored as version {existing.version_id} of document "
                         f"{existing.document_id!r}; version ids are content digests, so identical text "
                         "cannot be a version of two documents")
-                self._check_same_metadata(existing, version)
+                self._check_same_metadata(existing, version, compare_valid_from)
                 return self._existing(s, existing, doc, version, passages)
             if doc is None:
                 doc = DocumentRow(tenant_id=document.tenant_id, document_id=document.document_id,
@@ -290,12 +290,12 @@ class Store:
         return IngestOutcome(version=stored, passages=passages, created=True, superseded=superseded)
 
     @staticmethod
-    def _check_same_metadata(existing: VersionRow, version: VersionRecord) -> None:
+    def _check_same_metadata(existing: VersionRow, version: VersionRecord, compare_valid_from: bool) -> None:
         """Same text again: the version is immutable, so scope metadata must agree. Status and
         valid_to are lifecycle fields (changed by SetVersionStatus and supersession): not compared,
         except an explicitly different valid_to."""
         diffs = []
-        if existing.valid_from != version.valid_from:
+        if compare_valid_from and existing.valid_from != version.valid_from:
             diffs.append("valid_from")
         if version.valid_to is not None and existing.valid_to != version.valid_to:
             diffs.append("valid_to")
