@@ -1,7 +1,7 @@
 """Loads a YAML or JSON description of tenants, clinics, locations, providers, schedules and slots
 into the scheduling database, in one transaction. No grpc.
 
-The format (`format: citetrace.slots/v1`) is documented in docs of `citetrace slots load` and in
+The format (`format: citetrace.slots/v1`) is documented in the README (scheduler-gateway) and by
 deploy/samples/slots.yaml. Each tenant named in the file is replaced entirely (its catalog, slots
 and appointments); tenants not named are left alone. Slots are given explicitly or generated from
 weekly rules relative to "today" in each location's time zone, so a demo always has future slots.

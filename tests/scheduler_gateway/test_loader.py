@@ -177,3 +177,18 @@ def test_cli_load_reports_errors_and_loads_the_sample(tmp_path, capsys):
     url = schema.default_database_url(tmp_path)
     assert count(url, schema.tenants) == 3 and count(url, schema.locations) == 6
     assert count(url, schema.slots) > 500
+
+
+def test_unquoted_yaml_timestamps_keep_their_offset(tmp_path, sqlite_url):
+    document = world()
+    document["tenants"] = [document["tenants"][0]]
+    document["tenants"][0]["slots"] = [{"id": "x", "schedule": "ns-cardio", "start": "PLACEHOLDER"}]
+    text = yaml.safe_dump(document).replace("PLACEHOLDER", "2026-12-01T09:00:00-05:00")
+    path = tmp_path / "slots.yaml"
+    path.write_text(text)
+    plan = load_file(path, sqlite_url)
+    (row,) = plan.rows["slots"]
+    assert row["start_time"] == dt.datetime(2026, 12, 1, 14, 0, tzinfo=dt.UTC)
+    path.write_text(text.replace("2026-12-01T09:00:00-05:00", "2026-12-01 09:00:00"))
+    with pytest.raises(LoadError, match=r"tenants\[0\]\.slots\[0\]\.start: .* has no UTC offset"):
+        load_file(path, sqlite_url)
