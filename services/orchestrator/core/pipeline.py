@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import yaml
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
@@ -459,6 +460,7 @@ class Orchestrator:
         specialty = route.specialty.replace("_", " ")
         zone = route.zone
         when = ""
+        local_start = local_end = None
         if plan.range_start is not None:
             local_start = plan.range_start.astimezone(zone).date()
             local_end = (plan.range_end - dt.timedelta(seconds=1)).astimezone(zone).date()
@@ -466,7 +468,8 @@ class Orchestrator:
                 f" between {local_start:%d %b} and {local_end:%d %b %Y}"
         checked = from_ts(reply.as_of).astimezone(zone).strftime("%H:%M %Z") if verified else "unknown"
         if slots:
-            times = ", ".join(self._slot_time(s, zone) for s in slots)
+            single_day = plan.range_start is not None and local_start == local_end
+            times = ", ".join(self._slot_time(s, zone, with_day=not single_day) for s in slots)
             text = (f"Open {specialty} appointments at {place}{when} (checked with the scheduling system at "
                     f"{checked}): {times}. Availability can change until a slot is confirmed.")
             self._set(out, "ANSWERED", text, "CONFIRM_SLOT")
@@ -476,13 +479,11 @@ class Orchestrator:
             self._set(out, "ANSWERED", text, "CONTACT_SCHEDULING_DESK")
 
     @staticmethod
-    def _slot_time(slot: c_pb.Slot, fallback: dt.tzinfo) -> str:
-        from zoneinfo import ZoneInfo
-
+    def _slot_time(slot: c_pb.Slot, fallback: dt.tzinfo, with_day: bool = True) -> str:
         zone = ZoneInfo(slot.time_zone) if slot.time_zone else fallback
         start = from_ts(slot.start_time).astimezone(zone)
         who = f" with {slot.provider_name}" if slot.provider_name else ""
-        return f"{start:%a %d %b %H:%M}{who}"
+        return f"{start:%a %d %b %H:%M}{who}" if with_day else f"{start:%H:%M}{who}"
 
     # -- policy parts -------------------------------------------------------------------------------
 
