@@ -62,18 +62,22 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         return self._sink.flush() if self._sink is not None else 0
 
     def Ask(self, request, context):
-        question = request.question
-        if not question.strip():
-            raise InvalidArgument("EMPTY_QUESTION", "question must contain non-whitespace text")
-        if len(question) > self._settings.max_question_chars:
-            raise InvalidArgument("QUESTION_TOO_LONG",
-                                  f"question has {len(question)} characters; at most "
-                                  f"{self._settings.max_question_chars} are allowed")
         if self._core is None:
             raise Unavailable("NOT_READY", "the orchestrator is not warmed up yet")
         from services.orchestrator.core.pipeline import AskInput, from_ts
 
+        question = request.question
         as_of = from_ts(request.as_of) if request.HasField("as_of") else dt.datetime.now(dt.UTC)
+        problem = None
+        if not question.strip():
+            problem = InvalidArgument("EMPTY_QUESTION", "question must contain non-whitespace text", field="question")
+        elif len(question) > self._settings.max_question_chars:
+            problem = InvalidArgument("QUESTION_TOO_LONG",
+                                      f"question has {len(question)} characters; at most "
+                                      f"{self._settings.max_question_chars} are allowed", field="question")
+        if problem is not None:
+            self._core.reject(current_principal(), question, as_of, problem.reason, problem.message)
+            raise problem
         result = self._core.ask(AskInput(
             principal=current_principal(), question=question, as_of=as_of,
             location_id=request.location_id.strip(), locale=request.locale.strip(),

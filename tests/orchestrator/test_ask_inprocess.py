@@ -202,8 +202,16 @@ def test_trace_service_down_the_record_waits_in_the_outbox_and_is_delivered_late
 def test_question_validation(auth, tmp_path, trace_service):
     spec = _orchestrator(auth, tmp_path, f"127.0.0.1:{_free_port()}", trace_service.address)
     with serving(spec, auth) as orch, pytest.raises(grpc.RpcError) as caught:
-        _ask(orch, auth, "x" * 5000)
+        _ask(orch, auth, "x" * 5000, tenant="tenant-rejected")
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # Even a refused Ask leaves its evidence record.
+    with grpc.insecure_channel(trace_service.address) as channel:
+        listed = trace_grpc.TraceServiceStub(channel).ListTraces(
+            trace_pb.ListTracesRequest(page_size=10), timeout=5,
+            metadata=token_metadata(auth, "tenant-rejected", ("auditor", "patient")))
+    (summary,) = listed.traces
+    record = _get_trace(auth, trace_service.address, summary.trace_id, tenant="tenant-rejected").record
+    assert "QUESTION_TOO_LONG" in record.parts[0].error
 
 
 def _sample(name: str, **labels: str) -> float:

@@ -245,6 +245,21 @@ class Orchestrator:
             span.set_attribute("citetrace.trace_delivered", response.trace_delivered)
         return AskResult(response, record)
 
+    def reject(self, principal: Principal, question: str, as_of: dt.datetime, reason: str, message: str) -> None:
+        """An Ask refused on its input still leaves an evidence record (no parts answered)."""
+        started = time.perf_counter()
+        with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id, rejected=reason):
+            record = trace_pb.TraceRecord(
+                trace_id=current_trace_id(), tenant_id=principal.tenant_id,
+                created_at=ts(dt.datetime.now(dt.UTC)), principal_ref=principal.subject,
+                principal_roles=list(principal.roles),
+                query=trace_pb.QueryText(raw=question[:4000], normalized=normalize(question)[:4000]),
+                as_of=ts(as_of),
+            )
+            record.parts.add(part_id="request", error=f"INVALID_ARGUMENT {reason}: {message}")
+            if record.trace_id:
+                self._finish(record, [], started, pb.AskResponse())
+
     def _finish(self, record: trace_pb.TraceRecord, timings: list[c_pb.StageTiming], started: float,
                 response: pb.AskResponse) -> None:
         timings.append(c_pb.StageTiming(service=SERVICE, stage="orchestrator.ask",
