@@ -399,7 +399,7 @@ class RetrievalCore:
                     dense = self._one_list(cmd.query, vector, scope, fusion, "vector")
                     sub.set_attribute("citetrace.candidates", len(dense))
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
-                fused = fuse(lexical, dense, fusion)[:cmd.k]
+                fused = fuse(lexical, dense, fusion, limit=cmd.k)
             hits = self._resolve(principal.tenant_id, fused)
             span.set_attribute("citetrace.hits", len(hits))
         if not hits:

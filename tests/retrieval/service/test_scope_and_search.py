@@ -211,3 +211,20 @@ def test_search_emits_the_stage_spans_without_text(svc, world):
         assert by_name[name].parent.span_id == root.context.span_id
     for span in spans:
         assert not any("parking" in str(v) for v in (span.attributes or {}).values())
+
+
+def test_the_split_lexical_vector_fuse_path_equals_the_backends_own_hybrid_search(svc, world):
+    """The service runs each retriever on its own (for the retrieval.lexical / retrieval.vector
+    spans) and fuses with the shared rule: the ranking must equal the backend's hybrid search."""
+    from services.retrieval.index import ScopeFilter, SearchQuery
+
+    core = svc.core
+    as_of = datetime(2025, 6, 1, tzinfo=UTC)
+    for query in (Q, "cancel a fee", "kom før timen", "north clinic"):
+        reply = svc.search("scope-a", query, k=8, as_of=as_of)
+        scope = ScopeFilter(tenant_id="scope-a", roles=("patient",), location_ids=(), intents=(), locale=None,
+                            as_of=as_of)
+        direct = core.backend.search(SearchQuery(text=query, vector=core.embedder.embed([query])[0], scope=scope,
+                                                 k=8, fusion=core.fusion))
+        assert [h.passage.identity.passage_id for h in reply.hits] == [h.passage_id for h in direct]
+        assert [round(h.fused_score, 9) for h in reply.hits] == [round(h.fused_score, 9) for h in direct]
