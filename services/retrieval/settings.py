@@ -20,6 +20,9 @@ class Settings(ServerSettings):
     data_dir: Path = Path(".citetrace")
     # SQLAlchemy URL of the store of record; defaults to SQLite under data_dir.
     database_url: str | None = None
+    # SQLite only: PRAGMA synchronous for the store of record (WAL). FULL: an acknowledged ingest
+    # survives a power failure; NORMAL: faster, may lose the last commits on an OS crash.
+    sqlite_synchronous: str = "FULL"
     # Search backend. Only "embedded" is built; "opensearch" fails at start-up (separate issue).
     backend: str = "embedded"
     # Vector cache (SQLite) keyed by model id + text digest; defaults to data_dir/embeddings.sqlite.
@@ -50,6 +53,7 @@ class Settings(ServerSettings):
         require(self.fusion_method in FUSION_METHODS,
                 f"fusion_method must be one of {', '.join(FUSION_METHODS)}, got {self.fusion_method!r}")
         require(1 <= self.embedding_max_tokens <= 512, "embedding_max_tokens must be in 1..512")
+        require(self.sqlite_synchronous in ("FULL", "NORMAL"), "sqlite_synchronous must be FULL or NORMAL")
         require(self.chunk_target_chars >= 50, "chunk_target_chars must be >= 50")
         require(self.chunk_hard_limit_chars >= self.chunk_target_chars,
                 "chunk_hard_limit_chars must be >= chunk_target_chars")

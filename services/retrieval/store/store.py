@@ -42,7 +42,7 @@ class VersionConflict(Exception):
         self.message = message
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, sqlite_synchronous: str = "FULL") -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -53,7 +53,7 @@ def make_engine(url: str) -> Engine:
         def _pragmas(dbapi_conn, _record):  # noqa: ANN001
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA synchronous={sqlite_synchronous}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 
@@ -113,9 +113,11 @@ def decode_page_token(token: str) -> tuple[datetime, str]:
 
 
 class Store:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, sqlite_synchronous: str = "FULL") -> None:
+        if sqlite_synchronous not in ("FULL", "NORMAL"):
+            raise ValueError("sqlite_synchronous must be FULL or NORMAL")
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, sqlite_synchronous)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def migrate(self) -> None:
