@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from services.trace.canonical import GENESIS_HASH
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+MIGRATION_LOCK_ID = 0x7472616365  # "trace"
 
 metadata = sa.MetaData()
 
@@ -246,12 +247,29 @@ def migrate_engine(engine: Engine) -> None:
     from alembic import command
     from alembic.config import Config
 
+    with _MIGRATE_LOCK:  # Alembic's context is process-global: one migration at a time per process
+        _migrate(engine, command, Config)
+
+
+_MIGRATE_LOCK = threading.Lock()
+
+
+def _migrate(engine: Engine, command, Config) -> None:  # noqa: N803 - the alembic class
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.connect() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
-        conn.commit()
+        if engine.dialect.name == "postgresql":
+            # Replicas starting together: one migrates, the others wait and then find nothing to do.
+            conn.exec_driver_sql(f"SELECT pg_advisory_lock({MIGRATION_LOCK_ID})")
+            conn.commit()
+        try:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+            conn.commit()
+        finally:
+            if engine.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_unlock({MIGRATION_LOCK_ID})")
+                conn.commit()
 
 
 def _needs_review_expr(rec):
@@ -311,6 +329,15 @@ class SqlTraceStore:
         return ChainHead(int(row.sequence), row.record_hash)
 
     def append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult:
+        if self.dialect == "sqlite":
+            # SQLite has one writer anyway: queue this process's writers on a lock instead of in
+            # SQLite's busy handler (which sleeps in growing steps and makes the tail latency long).
+            # BEGIN IMMEDIATE still serializes writers of other processes on the same file.
+            with self._lock:
+                return self._append(new, hasher)
+        return self._append(new, hasher)
+
+    def _append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult:
         with self.engine.begin() as conn:
             head = self._lock_head(conn, new.tenant_id)
             existing = self._get(conn, new.tenant_id, new.trace_id)

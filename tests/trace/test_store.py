@@ -199,3 +199,24 @@ def test_record_hash_is_deterministic_and_covers_every_input():
     nonce = b"n" * 32
     assert C.query_digest("q", "q", nonce) != C.query_digest("q", "q", b"m" * 32)
     assert C.query_digest("ab", "c", nonce) != C.query_digest("a", "bc", nonce)
+
+
+def _start_replica(url: str) -> bool:
+    store = open_store(url)
+    store.close()
+    return True
+
+
+@pytest.mark.slow
+def test_replicas_migrating_at_once_all_come_up(store_url):
+    import multiprocessing
+
+    # Three processes (replicas) and two threads of this one start on an empty database at once.
+    with multiprocessing.get_context("spawn").Pool(3) as procs, ThreadPoolExecutor(2) as threads:
+        started = procs.map_async(_start_replica, [store_url] * 3)
+        assert all(threads.map(_start_replica, [store_url] * 2))
+        assert all(started.get(120))
+    store = open_store(store_url)
+    fill(TraceCore(store), 1)
+    assert verify_chain(store, TENANT).ok
+    store.close()
