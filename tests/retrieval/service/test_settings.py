@@ -1,0 +1,35 @@
+"""Retrieval settings are typed, validated at start-up, and name what is wrong."""
+
+from __future__ import annotations
+
+import pytest
+from citetrace.kit.errors import Unavailable
+from citetrace.kit.settings import SettingsError, load_settings
+
+from services.retrieval.servicer import build_spec
+from services.retrieval.settings import PREFIX, Settings
+
+
+def test_environment_overrides_are_typed():
+    s = load_settings(Settings, PREFIX, {f"{PREFIX}FUSION_METHOD": "zscore", f"{PREFIX}VECTOR_WEIGHT": "0.7",
+                                         f"{PREFIX}CHUNK_TARGET_CHARS": "500", f"{PREFIX}MAX_K": "20"})
+    assert (s.fusion_method, s.vector_weight, s.chunk_target_chars, s.max_k) == ("zscore", 0.7, 500, 20)
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("FUSION_METHOD", "borda", "fusion_method"),
+    ("BACKEND", "elastic", "backend"),
+    ("CHUNK_HARD_LIMIT_CHARS", "10", "chunk_hard_limit_chars"),
+    ("EMBEDDING_MAX_TOKENS", "1024", "embedding_max_tokens"),
+    ("SQLITE_SYNCHRONOUS", "OFF", "sqlite_synchronous"),
+    ("MAX_K", "500", "candidate_k"),
+    ("CHUNK_SIZE", "5", "unknown setting"),
+])
+def test_bad_settings_fail_at_start_up(name, value, message):
+    with pytest.raises(SettingsError, match=message):
+        load_settings(Settings, PREFIX, {f"{PREFIX}{name}": value})
+
+
+def test_the_opensearch_backend_is_refused_clearly_until_it_is_built(tmp_path):
+    with pytest.raises(Unavailable, match="opensearch"):
+        build_spec(Settings(port=0, metrics_port=-1, data_dir=tmp_path, backend="opensearch"))
