@@ -95,6 +95,9 @@ class Unit:
     start: int
     end: int
     kind: str  # sentence | list | table_row
+    # For a table row: its own cells only (the header is shared by every row, so it says nothing
+    # about which row answers).
+    cells: str = ""
 
 
 def tokens(text: str) -> list[str]:
@@ -317,5 +320,5 @@ def _table_units(lines: list[tuple[int, int, str]]) -> list[Unit]:
     for s, e, cells in rows[1:]:
         pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False) if c]
         if pairs:
-            result.append(Unit("; ".join(pairs), s, e, "table_row"))
+            result.append(Unit("; ".join(pairs), s, e, "table_row", " ; ".join(c for c in cells if c)))
     return result

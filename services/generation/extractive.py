@@ -54,6 +54,9 @@ class _Candidate:
     score: float
     rank: int  # best passage rank containing it
     position: int
+    table: int = -1  # passage rank of the table a row belongs to; -1 for other units
+    own: float = 0.0  # score from the unit's own words (a row's cells)
+    direct: float = 0.0  # score from the question's own words
 
 
 def _subject(passage) -> str:
@@ -80,7 +83,7 @@ class ExtractiveBackend:
         question = claimtext.content_set(request.question) - _QUESTION_NOISE - _CUE_STEMS
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
-        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str]]] = []
+        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = []
         for rank, passage in enumerate(request.passages):
             # The passage around a unit (its heading, title and other sentences) is context:
             # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
@@ -105,11 +108,16 @@ class ExtractiveBackend:
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
                 merged[key] = candidate
-                unit_sets.append((candidate, claimtext.content_set(unit.text), around, heading if asks else frozenset()))
+                stems = claimtext.content_set(raw_unit.cells or unit.text)
+                # A table row's header words count, but less than its own cells: the header is the
+                # same for every row.
+                shared = (claimtext.content_set(unit.text) - stems) if raw_unit.cells else frozenset()
+                candidate.table = rank if raw_unit.kind == "table_row" else -1
+                unit_sets.append((candidate, stems, around, (heading if asks else frozenset()), shared))
         if not unit_sets:
             return []
         df: dict[str, int] = {}
-        for _, stems, _, _ in unit_sets:
+        for _, stems, _, _, _ in unit_sets:
             for s in stems:
                 df[s] = df.get(s, 0) + 1
         n = len(unit_sets)
@@ -117,17 +125,30 @@ class ExtractiveBackend:
         def idf(term: str) -> float:
             return math.log(1.0 + n / df.get(term, 1))
 
-        for candidate, stems, around, asked in unit_sets:
-            direct = sum(idf(t) for t in question & (stems | asked))
-            cue = 0.5 * sum(idf(t) for t in cues & stems)
-            context = 0.4 * sum(idf(t) for t in (question - stems - asked) & around)
+        rows_hit: set[int] = set()
+        for candidate, stems, around, asked, shared in unit_sets:
+            own = sum(idf(t) for t in question & (stems | asked))
+            direct = own + 0.6 * sum(idf(t) for t in (question - stems - asked) & shared)
+            # Intent cue words hint, they do not answer (and alone they only count when no unit
+            # shares a word with the question).
+            cue = 0.25 * sum(idf(t) for t in cues & (stems | shared))
+            context = 0.4 * sum(idf(t) for t in (question - stems - asked - shared) & around)
             score = direct + cue + context
+            candidate.own = own
+            if candidate.table >= 0 and own > 0:
+                rows_hit.add(candidate.table)
             if direct == 0 and cue == 0:
                 score = 0.0  # a heading match alone does not make a sentence an answer
+            candidate.direct = direct
             # Long units collect overlap by size alone: damp gently.
-            candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12))
+            # Retrieval's rank is a mild prior (the ranking is no reason to be cited on its own).
+            candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12)) / (1.0 + 0.05 * candidate.rank)
+        # Units that share no word with the question answer it only when no unit does.
+        any_direct = any(c.direct > 0 for c, _, _, _, _ in unit_sets)
         ranked = sorted(
-            (c for c, _, _, _ in unit_sets if c.score > 0),
+            # When the question names a row ("MRI"), the table's other rows do not answer it.
+            (c for c, _, _, _, _ in unit_sets
+             if c.score > 0 and not (c.table in rows_hit and c.own == 0) and (c.direct > 0 or not any_direct)),
             key=lambda c: (-round(c.score, 9), c.rank, c.position),
         )
         return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
