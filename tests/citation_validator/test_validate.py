@@ -6,7 +6,11 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
+import grpc
+import pytest
+from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
 from citetrace.common.v1 import common_pb2
+from citetrace.kit.clients import error_info
 from prometheus_client import REGISTRY
 
 from .conftest import ACME, BOREALIS, claim, reasons
@@ -244,3 +248,26 @@ def test_seed_module_fixture(validate, world):
     ], world.offered("val-module"))
     assert [c.support for c in reply.claims] == [SUPPORTED, UNSUPPORTED]
     assert [c.withheld for c in reply.claims] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ([], "NO_CLAIMS"),
+        ([claim("", ARRIVE, "S1")], "MISSING_CLAIM_ID"),
+        ([claim("c1", "   ", "S1")], "EMPTY_CLAIM_TEXT"),
+        ([claim(f"c{i}", ARRIVE, "S1") for i in range(65)], "TOO_MANY_CLAIMS"),
+    ],
+)
+def test_bad_requests_are_invalid_argument(validate, world, claims, reason):
+    with pytest.raises(grpc.RpcError) as caught:
+        validate(claims, world.offered("val-arrival"))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == reason
+
+
+def test_unauthenticated_call_is_rejected(validator, world):
+    with pytest.raises(grpc.RpcError) as caught:
+        validator.Validate(cv_pb.ValidateRequest(claims=[claim("c1", ARRIVE, "S1")],
+                                                 offered=world.offered("val-arrival")), timeout=5)
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
