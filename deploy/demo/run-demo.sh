@@ -8,6 +8,7 @@ cd "$(dirname "$0")/../.."
 CT="${1:-.venv/bin/citetrace}"
 PY="$(dirname "$CT")/python"
 OFFSET="${DEMO_PORT_OFFSET:-700}"
+KEEP="${DEMO_DATA_DIR:+yes}"
 DATA_DIR="${DEMO_DATA_DIR:-$(mktemp -d -t citetrace-demo.XXXXXX)}"
 export OPENBLAS_NUM_THREADS=1
 
@@ -16,7 +17,11 @@ stop() {
   echo
   echo "== stopping the stack"
   "$CT" down --data-dir "$DATA_DIR" || true
-  if [ $status -ne 0 ]; then echo "demo: FAILED (exit $status); logs in $DATA_DIR/logs" >&2; fi
+  if [ $status -ne 0 ]; then
+    echo "demo: FAILED (exit $status); logs in $DATA_DIR/logs" >&2
+  elif [ -z "$KEEP" ]; then
+    rm -rf "$DATA_DIR"
+  fi
   exit $status
 }
 trap stop EXIT
