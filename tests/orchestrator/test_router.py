@@ -136,3 +136,8 @@ def test_a_specialty_the_tenant_does_not_offer_asks_which_specialty():
     (part,) = result.parts
     assert part.missing == ["specialty"]
     assert part.clarification.startswith("Physiotherapy is not offered here. Which specialty")
+
+
+def test_context_of_a_clinical_question_is_not_a_part_of_its_own():
+    result = route("I have a cardiology appointment tomorrow. Should I stop my blood thinner before it?", AS_OF, ACME)
+    assert kinds(result) == ["CLINICAL_BOUNDARY"]

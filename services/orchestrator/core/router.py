@@ -190,10 +190,12 @@ def route(
             first_seen.setdefault(intent, index)
             explanations.append(f"intent {intent}: matched '{entry}' in clause {index + 1}")
     in_scope_text = fold(" ".join(decision.in_scope_clauses))
-    if not by_intent and decision.in_scope_clauses:
+    if not by_intent and decision.in_scope_clauses and clinical_index is None:
         by_intent[OTHER] = list(decision.in_scope_clauses)
         first_seen[OTHER] = 0
         explanations.append("intent other: no intent lexicon matched")
+    elif not by_intent and decision.in_scope_clauses:
+        explanations.append("clauses without an intent are context of the clinical request: no other part")
 
     # Entities (from in-scope text only: a clinical clause is never sent anywhere).
     specialty = _lexicon_match(in_scope_text, lexicon.specialties)
