@@ -22,6 +22,8 @@ def decide(question: str) -> scope.ScopeDecision:
     "How do I treat a rash at home?",
     "What should I take for my headache?",
     "I have a fever and a cough, should I be worried?",
+    "Do I have the flu?",
+    "Is this rash serious?",
 ])
 def test_clinical_questions_get_the_clinical_boundary(question):
     decision = decide(question)
@@ -55,6 +57,11 @@ def test_emergency_wording_gets_the_emergency_boundary_for_the_whole_question(qu
     "Does Dr. Lindqvist speak Spanish?",
     "Can I book physiotherapy for my back next week?",
     "I have a rash, can I book dermatology this week?",
+    "Do I have an appointment tomorrow?",
+    "Do I have to fast before my MRI?",
+    "Do I have a follow-up booked?",
+    "Is it normal to wait 30 minutes at check-in?",
+    "Can I drink water before my scan?",
 ])
 def test_appointment_questions_are_in_scope(question):
     decision = decide(question)
