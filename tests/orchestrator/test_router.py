@@ -106,6 +106,9 @@ def test_emergency_is_the_only_part():
     ("Do I need to fast before my CT?", "ARRIVAL_PREPARATION"),
     ("Does Dr. Lindqvist speak Spanish?", "PROVIDER_DESCRIPTION"),
     ("Where do I park?", "OTHER_POLICY"),
+    ("What are your opening hours?", "OTHER_POLICY"),
+    ("Is Dr. Avery available on Friday?", "LIVE_SLOT"),
+    ("I need to see a dermatologist next week", "LIVE_SLOT"),
 ])
 def test_policy_intents(question, kind):
     assert kinds(route(question, AS_OF, ACME)) == [kind]

@@ -36,6 +36,8 @@ PART_KIND = {
     CLINICAL: "CLINICAL_BOUNDARY",
 }
 INTENT_ORDER = (AVAILABILITY, ARRIVAL, CANCELLATION, PROVIDER, OTHER)
+# The provider lexicon entry that only names a doctor (see data/router_lexicon.yaml).
+PROVIDER_BY_NAME = "re:\\bdr\\.? [a-z]+"
 DEFAULT_HORIZON_DAYS = 14
 
 
@@ -185,7 +187,13 @@ def route(
         if verdict.kind == scope.CLINICAL:
             clinical_index = index if clinical_index is None else clinical_index
             continue
-        for intent, entry in detect_intents(verdict.clause, lexicon):
+        found = detect_intents(verdict.clause, lexicon)
+        if {i for i, _ in found} >= {AVAILABILITY, PROVIDER} and dict(found)[PROVIDER] == PROVIDER_BY_NAME:
+            # "Is Dr. X available ...": the doctor is an entity of the slot request, not a question
+            # about the provider.
+            found = [(i, e) for i, e in found if i != PROVIDER]
+            explanations.append(f"clause {index + 1}: a named provider in an availability request is an entity")
+        for intent, entry in found:
             by_intent.setdefault(intent, []).append(verdict.clause)
             first_seen.setdefault(intent, index)
             explanations.append(f"intent {intent}: matched '{entry}' in clause {index + 1}")
