@@ -46,10 +46,9 @@ def _spec(name: str, data_dir: Path, auth, **extra):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    from citetrace.kit.testing import test_auth_settings
-
-    auth = test_auth_settings()
+def world(tmp_path_factory, auth):
+    # The session's key: kit.auth.service_token caches tokens per (tenant, service) for the whole
+    # process, so every in-process orchestrator/outbox of a test session must share one key.
     data_dir = tmp_path_factory.mktemp("replay-e2e")
     (data_dir / "dev-secret").write_text(auth.hs256_secret + "\n")
     with contextlib.ExitStack() as stack:
