@@ -14,7 +14,14 @@ import numpy as np
 from citetrace.embeddings import Embedder, EmbeddingCache
 from citetrace.kit import roles as R
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unavailable
+from citetrace.kit.errors import (
+    DomainError,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from citetrace.kit.metrics import RETRIEVAL_EMPTY
 from citetrace.kit.telemetry import stage
 
@@ -131,6 +138,18 @@ class ReadPassage:
     passage: PassageRecord
     text: str
     version: VersionRecord
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """A validated, chunked document version, ready to embed and store."""
+
+    document: DocumentRecord
+    version: VersionRecord
+    text: str
+    passages: list[PassageRecord]
+    explicit_valid_from: bool
+    vectors: np.ndarray | None = None
 
 
 def _relax_cache_durability(cache: EmbeddingCache) -> None:
@@ -253,7 +272,55 @@ class RetrievalCore:
     # --- ingestion ----------------------------------------------------------------------------
 
     def ingest(self, principal: Principal, cmd: IngestCommand) -> IngestOutcome:
+        """IngestDocument: one document version, stored and indexed, or an error and nothing stored."""
+        result = self.ingest_many(principal, [cmd])[0]
+        if isinstance(result, DomainError):
+            raise result
+        return result
+
+    def ingest_many(self, principal: Principal, cmds: list[IngestCommand]) -> list[IngestOutcome | DomainError]:
+        """The same ingestion for several documents (the bulk path of the benchmark and of loaders):
+        each is validated and stored in its own transaction, so one bad document never affects
+        another; the vectors of the whole batch are computed in one batched, cached call."""
         self._require_admin(principal)
+        prepared: list[_Prepared | DomainError] = []
+        for cmd in cmds:
+            try:
+                prepared.append(self._prepare(principal, cmd))
+            except DomainError as err:
+                prepared.append(err)
+        ready = [p for p in prepared if isinstance(p, _Prepared)]
+        with stage(SERVICE, "retrieval.ingest", documents=len(ready),
+                   passages=sum(len(p.passages) for p in ready)):
+            # Embed before storing: a model failure stores nothing. Cached by text digest.
+            inputs = [embedding_text(q.heading_context, p.text[q.start:q.end]) for p in ready for q in p.passages]
+            vectors = self._embed(inputs) if inputs else np.empty((0, 0), np.float32)
+            offset = 0
+            for p in ready:
+                p.vectors = vectors[offset:offset + len(p.passages)]
+                offset += len(p.passages)
+            results: list[IngestOutcome | DomainError] = []
+            with self._write_lock:
+                for item in prepared:
+                    results.append(item if isinstance(item, DomainError) else self._store_and_index(item))
+        return results
+
+    def _store_and_index(self, p: _Prepared) -> IngestOutcome | DomainError:
+        try:
+            outcome = self.store.ingest(p.document, p.version, p.text, p.passages, p.version.ingested_at,
+                                        compare_valid_from=p.explicit_valid_from)
+        except VersionConflict as err:
+            return FailedPrecondition(err.reason, err.message)
+        if outcome.created or outcome.reextracted:
+            if outcome.reextracted:
+                self.backend.remove_version(p.version.tenant_id, p.version.version_id)
+            same = [q.passage_id for q in outcome.passages] == [q.passage_id for q in p.passages]
+            self._index_version(outcome.version, p.text, outcome.passages, p.vectors if same else None)
+        for old in outcome.superseded:
+            self._refresh_version(old)
+        return outcome
+
+    def _prepare(self, principal: Principal, cmd: IngestCommand) -> _Prepared:
         doc = cmd.document
         if not doc.tenant_id:
             raise InvalidArgument("MISSING_TENANT_ID", "document.tenant_id is required")
@@ -312,23 +379,8 @@ class RetrievalCore:
             valid_from=valid_from, valid_to=cmd.valid_to, roles=tuple(sorted(set(cmd.roles))),
             location_scope=tuple(sorted(set(cmd.location_scope))), intents=tuple(sorted(set(cmd.intents))),
             locale=locale, extraction_version=extraction, ingested_at=now, text_length=len(text))
-        with stage(SERVICE, "retrieval.ingest", passages=len(passages)):
-            # Embed before storing: a model failure stores nothing. Cached by text digest.
-            vectors = self._embed([embedding_text(p.heading_context, text[p.start:p.end]) for p in passages])
-            with self._write_lock:
-                try:
-                    outcome = self.store.ingest(doc, version, text, passages, now,
-                                                compare_valid_from=cmd.valid_from is not None)
-                except VersionConflict as err:
-                    raise FailedPrecondition(err.reason, err.message) from err
-                if outcome.created or outcome.reextracted:
-                    if outcome.reextracted:
-                        self.backend.remove_version(doc.tenant_id, version_id)
-                    same = [p.passage_id for p in outcome.passages] == [p.passage_id for p in passages]
-                    self._index_version(outcome.version, text, outcome.passages, vectors if same else None)
-                for old in outcome.superseded:
-                    self._refresh_version(old)
-        return outcome
+        return _Prepared(document=doc, version=version, text=text, passages=passages,
+                         explicit_valid_from=cmd.valid_from is not None)
 
     # --- lifecycle ----------------------------------------------------------------------------
 

@@ -126,3 +126,26 @@ def test_ingest_reports_status_and_metadata(svc):
     assert list(v.roles) == ["patient", "staff"]
     assert v.document.source_class == "scheduling_policy"
     assert v.extraction_version.startswith("md-rules/")
+
+
+def test_the_bulk_path_stores_each_document_on_its_own(svc):
+    from citetrace.kit.auth import Principal
+    from citetrace.kit.errors import DomainError
+
+    from services.retrieval.core import IngestCommand
+    from services.retrieval.store.records import DocumentRecord
+
+    admin = Principal("t-bulk", "loader", ("policy_admin",))
+
+    def cmd(doc_id, text, source_class="handbook"):
+        return IngestCommand(DocumentRecord("t-bulk", doc_id, source_class, "Bulk doc", ""), text, None, None, None,
+                             ("patient",), (), ("other",), "en")
+
+    results = svc.core.ingest_many(admin, [cmd("b1", "First bulk text."), cmd("b2", "Second.", "rumour"),
+                                           cmd("b3", "Third bulk text.")])
+    assert isinstance(results[1], DomainError) and results[1].reason == "UNKNOWN_SOURCE_CLASS"
+    assert results[0].created and results[2].created
+    stored = sorted(v.document.document_id for v in svc.versions("t-bulk").versions)
+    assert stored == ["b1", "b3"]
+    again = svc.core.ingest_many(admin, [cmd("b1", "First bulk text.")])
+    assert again[0].created is False and again[0].version.version_id == results[0].version.version_id
