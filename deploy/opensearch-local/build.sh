@@ -11,7 +11,7 @@ inputs_hash() {
 }
 built_ok() {
   [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$(inputs_hash)" ] \
-    && [ -f "$OSL_TARGET/classes/citetrace/opensearch/LocalNode.class" ] \
+    && [ -f "$OSL_TARGET/opensearch-local.jar" ] \
     && compgen -G "$OSL_TARGET/lib/opensearch-2.*.jar" >/dev/null \
     && compgen -G "$OSL_TARGET/knn/opensearch-knn-*.jar" >/dev/null
 }

@@ -167,6 +167,15 @@ def main():
         ids = [h["_id"] for h in r["hits"]["hits"]]
         check("knn query with filter scope clinic-b returns only d2", ids == ["d2"], f"hits={ids}")
 
+        # 7. k-NN's Painless functions (the launcher loads k-NN's Painless allowlist by hand)
+        r = c.request("POST", f"/{index}/_search", {"size": 3, "query": {"script_score": {
+            "query": {"term": {"scope": "clinic-a"}},
+            "script": {"source": "cosineSimilarity(params.q, doc['embedding'])",
+                       "params": {"q": query_vec}}}}})
+        ids = [h["_id"] for h in r["hits"]["hits"]]
+        check("painless cosineSimilarity (k-NN allowlist) in script_score", ids == ["d1", "d3"],
+              f"hits={ids}")
+
     except SmokeFailure as e:
         failed.append(str(e))
         print(f"FAIL {e}", file=sys.stderr)

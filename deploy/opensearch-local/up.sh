@@ -42,7 +42,7 @@ if [ -z "$pid" ]; then
     -Dlog4j.shutdownHookEnabled=false -Dlog4j2.disable.jmx=true \
     -Djava.io.tmpdir="$OSL_DATA_DIR/tmp" \
     ${OPENSEARCH_JAVA_OPTS:-} \
-    -cp "$OSL_TARGET/classes:$OSL_TARGET/lib/*:$OSL_TARGET/knn/*" \
+    -cp "$OSL_TARGET/opensearch-local.jar:$OSL_TARGET/lib/*:$OSL_TARGET/knn/*" \
     "$OSL_MAIN_CLASS" \
     "path.home=$OSL_DATA_DIR" \
     "path.conf=$OSL_DIR/config" \
@@ -60,7 +60,11 @@ start=$(date +%s)
 while :; do
   status="$(osl_health "$OSL_PORT" 2)"
   if [ "$status" = "green" ] || [ "$status" = "yellow" ]; then
-    osl_log "healthy ($status) on 127.0.0.1:$OSL_PORT after $(( $(date +%s) - start ))s"
+    cpu=""
+    if [ -r "/proc/$pid/stat" ]; then
+      cpu="$(awk -v hz="$(getconf CLK_TCK)" '{printf ", JVM cpu %.0fs", ($14 + $15) / hz}' "/proc/$pid/stat" 2>/dev/null || true)"
+    fi
+    osl_log "healthy ($status) on 127.0.0.1:$OSL_PORT after $(( $(date +%s) - start ))s$cpu"
     exit 0
   fi
   if ! kill -0 "$pid" 2>/dev/null; then
