@@ -108,6 +108,16 @@ def test_review_from_the_command_line(stack, capsys):
     assert review["decision"] == "REVIEW_DECISION_ACCEPTED" and review["rubric_note"] == "matches S1"
     code, out, _ = run(capsys, "trace", "show", "cli-1", *common(stack))
     assert "review " in out and "ACCEPTED by cli-user" in out
+    assert "needs re-review: no" in out
+
+
+def test_version_event_flags_answers_for_re_review(stack, capsys):
+    version = MRI_RULE.identity.version_id
+    code, out, _ = run(capsys, "trace", "version-event", version, "--kind", "retired",
+                       *common(stack, roles="policy_admin"))
+    assert code == 0 and f"1 answer(s) cited {version}" in out
+    code, out, _ = run(capsys, "trace", "list", "--needs-review", *common(stack))
+    assert "cli-1" in out and "NEEDS-REVIEW" in out and "cli-2" not in out
 
 
 @pytest.mark.slow

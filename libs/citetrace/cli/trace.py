@@ -136,6 +136,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_auth(review, default_roles="reviewer")
     review.set_defaults(func=run_review)
 
+    event = sub.add_parser("version-event",
+                           help="record that a version was superseded or retired (its answers need re-review)")
+    event.add_argument("version_id")
+    event.add_argument("--kind", required=True, choices=("superseded", "retired"))
+    event.add_argument("--replaced-by", default="", help="the version that replaced it")
+    add_auth(event, default_roles="policy_admin")
+    event.set_defaults(func=run_version_event)
+
     retention = sub.add_parser("retention", help="redact query text older than the retention period")
     retention.add_argument("--days", type=int, default=0, help="override the configured period")
     add_auth(retention)
@@ -435,4 +443,12 @@ def run_review(args: argparse.Namespace) -> int:
 def run_retention(args: argparse.Namespace) -> int:
     reply = rpc(trace_stub(args).ApplyRetention, pb.ApplyRetentionRequest(retention_days=args.days), token_of(args))
     print(f"redacted query text of {reply.redacted} record(s)")
+    return 0
+
+
+def run_version_event(args: argparse.Namespace) -> int:
+    kind = pb.VERSION_EVENT_KIND_SUPERSEDED if args.kind == "superseded" else pb.VERSION_EVENT_KIND_RETIRED
+    reply = rpc(trace_stub(args).RecordVersionEvent, pb.RecordVersionEventRequest(
+        version_id=args.version_id, kind=kind, replaced_by_version_id=args.replaced_by), token_of(args))
+    print(f"{reply.affected_traces} answer(s) cited {args.version_id} and now need re-review")
     return 0
