@@ -187,7 +187,7 @@ def _all_document_ids(response):
     "Can I book physiotherapy at Fjordview tomorrow, and what is the cancellation policy?",
 ])
 def test_a_tenant_never_receives_another_tenants_passages_or_slots(stack, question):
-    response = stack.ask(question, tenant="acme-health", location_id="bor-fjord")
+    response = stack.ask(question, tenant="acme-health")
     for part in response.parts:
         assert all(slot.location_id.startswith("acme-") for slot in part.slots)
     assert all(doc.startswith("acme-") for doc in _all_document_ids(response))
@@ -195,6 +195,15 @@ def test_a_tenant_never_receives_another_tenants_passages_or_slots(stack, questi
     for part in record.parts:
         assert all(hit.passage.identity.tenant_id == "acme-health" for hit in part.retrieval.retrieved)
         assert all(slot.location_id.startswith("acme-") for slot in part.slots)
+
+
+def test_another_tenants_location_is_not_found(stack):
+    with pytest.raises(grpc.RpcError) as caught:
+        stack.ask("Can I book cardiology tomorrow?", tenant="acme-health", location_id="bor-fjord")
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    ok = stack.ask("Can I book cardiology tomorrow?", tenant="borealis-clinics", location_id="bor-fjord")
+    assert ok.parts[0].outcome == c.PART_OUTCOME_ANSWERED
+    assert all(slot.location_id == "bor-fjord" for slot in ok.parts[0].slots)
 
 
 def test_another_tenants_trace_is_not_found(stack):

@@ -244,3 +244,23 @@ def test_trace_id_is_the_otel_trace_of_orchestrator_ask_and_outcomes_are_counted
     assert not any("flu" in str(v) for s in spans.values() for v in (s.attributes or {}).values())
     assert _sample("citetrace_answers_total", outcome="ANSWERED") == answered + 1
     assert _sample("citetrace_answers_total", outcome="OUT_OF_SCOPE") == out_of_scope + 1
+
+
+def test_location_hint_must_be_one_of_the_callers_locations(auth, tmp_path, trace_service):
+    def ask(location_id, locations):
+        with grpc.insecure_channel(orch.address) as channel:
+            return pb_grpc.OrchestratorServiceStub(channel).Ask(
+                pb.AskRequest(question="Can I book cardiology tomorrow?", location_id=location_id), timeout=10,
+                metadata=token_metadata(auth, "tenant-a", ("patient",), locations))
+
+    with serving(_scheduler_spec(StubScheduler()), auth) as sched, \
+            serving(_orchestrator(auth, tmp_path, sched.address, trace_service.address), auth) as orch:
+        hinted = ask("t-beta", ())
+        assert hinted.parts[0].outcome == c.PART_OUTCOME_ANSWERED
+        assert {s.location_id for s in hinted.parts[0].slots} == {"t-beta"}
+        with pytest.raises(grpc.RpcError) as caught:
+            ask("t-beta", ("t-alpha",))
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        # The only permitted location needs no question and no hint.
+        only = ask("", ("t-alpha",))
+        assert {s.location_id for s in only.parts[0].slots} == {"t-alpha"}

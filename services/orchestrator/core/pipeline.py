@@ -26,7 +26,7 @@ from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import DeadlineExceeded, DomainError, InvalidArgument, Unavailable
+from citetrace.kit.errors import DeadlineExceeded, DomainError, InvalidArgument, NotFound, Unavailable
 from citetrace.kit.metrics import ANSWERS, PASSAGES_OFFERED
 from citetrace.kit.telemetry import current_trace_id, stage
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
@@ -283,6 +283,12 @@ class Orchestrator:
             locations_error = ""
             if pre.in_scope_clauses:
                 locations, locations_error = self._list_locations(principal, deadline, timings)
+                permitted = {loc.location_id for loc in locations or []
+                             if not principal.location_ids or loc.location_id in principal.location_ids}
+                if request.location_id and locations is not None and request.location_id not in permitted:
+                    # Another tenant's location, or one outside the caller's, does not exist for them.
+                    raise NotFound("LOCATION_NOT_FOUND", f"location {request.location_id!r} was not found",
+                                   field="location_id")
             route = router.route(
                 request.question, request.as_of, locations, location_hint=request.location_id,
                 permitted_location_ids=principal.location_ids, horizon_days=self.settings.horizon_days,
