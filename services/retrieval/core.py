@@ -23,7 +23,7 @@ from citetrace.kit.errors import (
     Unavailable,
 )
 from citetrace.kit.metrics import RETRIEVAL_EMPTY
-from citetrace.kit.telemetry import stage
+from citetrace.kit.telemetry import set_attributes, stage
 
 from services.retrieval.chunker import MarkdownChunker, normalize_text
 from services.retrieval.index import (
@@ -290,7 +290,7 @@ class RetrievalCore:
             except DomainError as err:
                 prepared.append(err)
         ready = [p for p in prepared if isinstance(p, _Prepared)]
-        with stage(SERVICE, "retrieval.ingest", documents=len(ready),
+        with stage(SERVICE, "retrieval.ingest", documents=len(ready), tenant=principal.tenant_id,
                    passages=sum(len(p.passages) for p in ready)):
             # Embed before storing: a model failure stores nothing. Cached by text digest.
             inputs = [embedding_text(q.heading_context, p.text[q.start:q.end]) for p in ready for q in p.passages]
@@ -447,7 +447,8 @@ class RetrievalCore:
         filters = AppliedFilters(tenant_id=scope.tenant_id, roles=scope.roles, location_ids=scope.location_ids,
                                  intents=scope.intents, locale=cmd.locale, status=APPROVED, effective_at=as_of,
                                  source_classes=())
-        with stage(SERVICE, "retrieval.search", k=cmd.k, mode=cmd.mode, backend=self.backend.name) as span:
+        with stage(SERVICE, "retrieval.search", k=cmd.k, mode=cmd.mode, backend=self.backend.name,
+                   tenant=principal.tenant_id) as span:
             generation = self.backend.generation()
             vector = None
             if cmd.mode != "lexical":
@@ -458,15 +459,15 @@ class RetrievalCore:
             if cmd.mode != "vector":
                 with stage(SERVICE, "retrieval.lexical") as sub:
                     lexical = self._one_list(cmd.query, vector, scope, fusion, "lexical")
-                    sub.set_attribute("citetrace.candidates", len(lexical))
+                    set_attributes(sub, candidates=len(lexical))
             if cmd.mode != "lexical":
                 with stage(SERVICE, "retrieval.vector") as sub:
                     dense = self._one_list(cmd.query, vector, scope, fusion, "vector")
-                    sub.set_attribute("citetrace.candidates", len(dense))
+                    set_attributes(sub, candidates=len(dense))
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
                 fused = fuse(lexical, dense, fusion, limit=cmd.k)
             hits = self._resolve(principal.tenant_id, fused)
-            span.set_attribute("citetrace.hits", len(hits))
+            set_attributes(span, hits=len(hits), empty=not hits)
         if not hits:
             RETRIEVAL_EMPTY.inc()
         return SearchResult(hits=hits, backend=self.backend.name, index_generation=generation, k=cmd.k,
