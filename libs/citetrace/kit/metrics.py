@@ -22,6 +22,8 @@ from importlib import metadata
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
+from citetrace.common.v1 import common_pb2
+
 # 1 ms .. 10 s, dense enough to tell a 3 ms stage from a 9 ms one.
 LATENCY_BUCKETS = (
     0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075,
@@ -32,11 +34,13 @@ FRESHNESS_BUCKETS = (0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0, 
 
 # The values a label may take where the set is closed (docs, dashboards and tests read these).
 DIGEST_FAILURE_KINDS = ("passage_span", "version_text", "trace_chain")
-# DESIGN.md §5 and §3: the named validation reasons and the part outcomes.
-CITATION_FAILURE_REASONS = (
-    "CITATION_GAP", "CITATION_UNKNOWN", "DUPLICATE_CLAIM_ID", "DUPLICATE_PASSAGE_ID", "DANGLING_EVIDENCE_REF",
-    "VERSION_MISMATCH", "SPAN_DIGEST_MISMATCH", "LOCATOR_MISMATCH", "STALE_VERSION", "AUTHORITY_MISMATCH",
-    "SCOPE_VIOLATION", "UNSUPPORTED",
+# DESIGN.md §5 and §3: the named validation reasons and the part outcomes, as the contract's enums
+# name them (without the enum prefix), so the label values follow the proto.
+CITATION_FAILURE_REASONS = tuple(
+    v.name.removeprefix("FAILURE_REASON_") for v in common_pb2.FailureReason.DESCRIPTOR.values if v.number
+)
+ANSWER_OUTCOMES = tuple(
+    v.name.removeprefix("PART_OUTCOME_") for v in common_pb2.PartOutcome.DESCRIPTOR.values if v.number
 )
 # The stage spans of DESIGN.md §7 by the service that opens them: their latency series start at
 # zero when the service starts, so rates and quantiles work from the first request.
@@ -48,10 +52,6 @@ DESIGN_STAGES = {
     "scheduler_gateway": ("scheduler.find_slots",),
     "trace": ("trace.record",),
 }
-ANSWER_OUTCOMES = (
-    "ANSWERED", "PARTIALLY_ANSWERED", "ABSTAINED_NO_EVIDENCE", "SOURCE_UNAVAILABLE", "OUT_OF_SCOPE",
-    "NEEDS_CLARIFICATION", "CONFLICT", "UNRESOLVED",
-)
 
 STAGE_DURATION = Histogram(
     "citetrace_stage_duration_seconds",
