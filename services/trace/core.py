@@ -354,10 +354,23 @@ class TraceCore:
         days = retention_days or self.retention_days
         if days <= 0:
             raise FailedPrecondition("RETENTION_DISABLED", "no retention period configured or requested")
+        return self._redact(principal.tenant_id, days, principal.subject)
+
+    def _redact(self, tenant_id: str, days: int, actor_ref: str) -> int:
         now = self.now()
-        return self.store.redact_older_than(
-            principal.tenant_id, now - dt.timedelta(days=days),
-            reason=f"retention: query text older than {days} days", actor_ref=principal.subject, now=now)
+        with stage("trace", "trace.retention", tenant=tenant_id) as span:
+            redacted = self.store.redact_older_than(
+                tenant_id, now - dt.timedelta(days=days),
+                reason=f"retention: query text older than {days} days", actor_ref=actor_ref, now=now)
+            set_attributes(span, redacted=redacted)
+        return redacted
+
+    def apply_retention_all(self) -> dict[str, int]:
+        """The scheduled retention pass over every tenant with records (configured period)."""
+        if self.retention_days <= 0:
+            return {}
+        return {tenant: self._redact(tenant, self.retention_days, "system:retention")
+                for tenant in self.store.tenants()}
 
 
 def verify_chain(store: TraceStore, tenant_id: str) -> ChainReport:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument, Unavailable
@@ -20,6 +21,8 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._core: TraceCore | None = None
+        self._stop = threading.Event()
+        self._retention: threading.Thread | None = None
 
     def warm_up(self) -> None:
         from services.trace.store import open_store
@@ -30,8 +33,23 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
         self._core = TraceCore(store, retention_days=self._settings.retention_days,
                                max_page_size=self._settings.max_page_size)
         log.info("trace store ready (%s)", store.dialect)
+        if self._settings.retention_interval_seconds > 0 and self._settings.retention_days > 0:
+            self._retention = threading.Thread(target=self._retention_loop, name="trace-retention", daemon=True)
+            self._retention.start()
+
+    def _retention_loop(self) -> None:
+        while not self._stop.wait(self._settings.retention_interval_seconds):
+            try:
+                redacted = self.core.apply_retention_all()
+                if any(redacted.values()):
+                    log.info("retention: redacted query text of %d record(s)", sum(redacted.values()))
+            except Exception:  # noqa: BLE001 - the next pass tries again
+                log.exception("retention pass failed")
 
     def close(self) -> None:
+        self._stop.set()
+        if self._retention is not None:
+            self._retention.join(10)
         if self._core is not None:
             self._core.store.close()
 

@@ -19,12 +19,15 @@ class Settings(ServerSettings):
     database_url: str | None = None
     # ApplyRetention redacts query text of records older than this (days); 0 disables the default.
     retention_days: int = 365
+    # The service applies the retention to every tenant this often (seconds); 0 = only on request.
+    retention_interval_seconds: float = 3600.0
     # Largest page ListTraces/ListReviews return.
     max_page_size: int = 500
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(self.retention_days >= 0, "retention_days must be >= 0")
+        require(self.retention_interval_seconds >= 0, "retention_interval_seconds must be >= 0")
         require(self.max_page_size >= 1, "max_page_size must be >= 1")
 
     def store_url(self) -> str:

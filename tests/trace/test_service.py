@@ -299,3 +299,27 @@ def test_invalid_requests_name_the_field(sqlite_trace, metadata_for):
                                                  metadata=md), grpc.StatusCode.INVALID_ARGUMENT, "MISSING_KIND")
     expect_error(lambda: stub.ApplyRetention(pb.ApplyRetentionRequest(retention_days=-1), timeout=10, metadata=md),
                  grpc.StatusCode.INVALID_ARGUMENT, "RETENTION_OUT_OF_RANGE")
+
+
+def test_the_service_applies_the_configured_retention_on_its_own(auth, tmp_path, metadata_for):
+    import time
+
+    with trace_service(auth, tmp_path, retention_days=30, retention_interval_seconds=0.2) as (_, stub, _):
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        record(stub, metadata_for(TENANT, SERVICE), make_record("t-auto-old", created_at=now - dt.timedelta(days=31)))
+        record(stub, metadata_for(OTHER_TENANT, SERVICE),
+               make_record("t-auto-other", tenant=OTHER_TENANT, created_at=now - dt.timedelta(days=45)))
+        record(stub, metadata_for(TENANT, SERVICE), make_record("t-auto-new", created_at=now))
+        deadline = time.monotonic() + 10
+
+        def get(trace_id, tenant=TENANT):
+            return stub.GetTrace(pb.GetTraceRequest(trace_id=trace_id), timeout=10,
+                                 metadata=metadata_for(tenant, ("auditor",)))
+
+        while time.monotonic() < deadline and not (get("t-auto-other", OTHER_TENANT).redactions
+                                                   and get("t-auto-old").redactions):
+            time.sleep(0.1)
+        old, other, new = get("t-auto-old"), get("t-auto-other", OTHER_TENANT), get("t-auto-new")
+        assert old.record.query.redacted and other.record.query.redacted and not new.record.query.redacted
+        assert old.redactions[0].reason == "retention: query text older than 30 days"
+        assert stub.VerifyChain(pb.VerifyChainRequest(), timeout=10, metadata=metadata_for(TENANT, ("auditor",))).ok
