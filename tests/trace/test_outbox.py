@@ -123,7 +123,7 @@ def start_service(port: int, data_dir: Path, secret: str, log: Path) -> subproce
                 "CITETRACE_TRACE_DATA_DIR": str(data_dir), "CITETRACE_AUTH_HS256_SECRET": secret})
     proc = subprocess.Popen([sys.executable, "-m", "services.trace"], cwd=REPO, env=env,
                             stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
         stub = health_pb2_grpc.HealthStub(ch)
         while time.monotonic() < deadline:
@@ -173,7 +173,7 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
         proc = start_service(port, tmp_path / "data", auth.hs256_secret, log)
         for i in range(50, 60):
             submit(i)
-        assert outbox.wait_empty(30), f"still pending: {outbox.pending_count()}"
+        assert outbox.wait_empty(90), f"still pending: {outbox.pending_count()}"
         assert not outbox.dead_letters()
     finally:
         outbox.close()
