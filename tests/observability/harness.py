@@ -35,6 +35,12 @@ class ReceivedSpan:
     service: str  # resource service.name
     kind: int
     attributes: dict[str, object] = field(default_factory=dict)
+    start_ns: int = 0
+    end_ns: int = 0
+
+    @property
+    def duration_ms(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e6
 
 
 def _value(any_value) -> object:
@@ -62,6 +68,8 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
                         service=str(resource.get("service.name", "")),
                         kind=span.kind,
                         attributes={a.key: _value(a.value) for a in span.attributes},
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
                     ))
         self._sink.add(spans)
         return trace_service_pb2.ExportTraceServiceResponse()
