@@ -136,3 +136,26 @@ def test_kit_stage_table_matches_design_section_7():
     metrics.init_service_metrics("retrieval")
     assert REGISTRY.get_sample_value("citetrace_stage_duration_seconds_count",
                                      {"service": "retrieval", "stage": "retrieval.vector"}) is not None
+
+
+def test_log_records_carry_the_trace_id(spans):
+    import io
+    import logging
+
+    from citetrace.kit.telemetry import TraceContextFilter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s trace=%(trace_id)s"))
+    handler.addFilter(TraceContextFilter())
+    logger = logging.getLogger("citetrace.test.logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        logger.info("outside")
+        with stage("trace", "trace.record") as span:
+            logger.info("inside")
+            trace_id = format(span.get_span_context().trace_id, "032x")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue().splitlines() == ["outside trace=-", f"inside trace={trace_id}"]

@@ -32,7 +32,7 @@ from citetrace.kit.metrics import (
     serve_metrics,
 )
 from citetrace.kit.settings import ServerSettings, load_settings
-from citetrace.kit.telemetry import flush_telemetry, setup_tracing
+from citetrace.kit.telemetry import TraceContextFilter, flush_telemetry, setup_tracing
 
 log = logging.getLogger("citetrace.server")
 
@@ -188,8 +188,10 @@ def run_service(
     auth = load_settings(AuthSettings, AUTH_PREFIX)
     logging.basicConfig(
         level=getattr(settings, "log_level", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format="%(asctime)s %(levelname)s %(name)s trace=%(trace_id)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(TraceContextFilter())
     spec = spec_factory(settings)
     runner = ServiceRunner(spec, settings, auth)
     runner.start()

@@ -120,3 +120,12 @@ def current_trace_id() -> str:
     """The current OpenTelemetry trace ID as 32 lowercase hex ("" outside a span)."""
     ctx = trace.get_current_span().get_span_context()
     return format(ctx.trace_id, "032x") if ctx.is_valid else ""
+
+
+class TraceContextFilter(logging.Filter):
+    """Adds `trace_id` (32 hex, or "-" outside a span) to every log record, so a log line leads to
+    its trace and evidence record. Installed on the root handlers by the kit's run_service."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.trace_id = current_trace_id() or "-"
+        return True
