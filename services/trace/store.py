@@ -275,13 +275,15 @@ def _migrate(engine: Engine, command, Config) -> None:  # noqa: N803 - the alemb
 
 def _needs_review_expr(rec):
     """True when a version the record cited had a version event after the record was created and
-    after the record's latest review."""
-    last_review = (
-        sa.select(sa.func.max(reviews.c.created_at))
-        .where(reviews.c.tenant_id == rec.c.tenant_id, reviews.c.trace_id == rec.c.trace_id)
-        .scalar_subquery()
+    no review of this record is newer than that event. Correlation to the outer record row is
+    explicit: the review check sits two subqueries deep."""
+    newer_review = (
+        sa.select(1).select_from(reviews)
+        .where(reviews.c.tenant_id == rec.c.tenant_id, reviews.c.trace_id == rec.c.trace_id,
+               reviews.c.created_at > version_events.c.created_at)
+        .correlate(rec, version_events)
     )
-    return sa.exists(
+    return (
         sa.select(1)
         .select_from(facets.join(
             version_events,
@@ -292,8 +294,10 @@ def _needs_review_expr(rec):
             facets.c.trace_id == rec.c.trace_id,
             facets.c.kind == "version",
             version_events.c.created_at > rec.c.created_at,
-            version_events.c.created_at > sa.func.coalesce(last_review, rec.c.created_at),
+            ~sa.exists(newer_review),
         )
+        .correlate(rec)
+        .exists()
     )
 
 

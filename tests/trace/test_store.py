@@ -220,3 +220,21 @@ def test_replicas_migrating_at_once_all_come_up(store_url):
     fill(TraceCore(store), 1)
     assert verify_chain(store, TENANT).ok
     store.close()
+
+
+def test_a_review_clears_re_review_only_for_its_own_trace(store):
+    core = TraceCore(store)
+    created = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(minutes=1)
+    for trace_id in ("rr-1", "rr-2"):
+        core.record_trace(WRITER, make_record(trace_id, created_at=created))
+    reviewer = Principal(TENANT, "rev-1", ("reviewer",))
+    core.record_version_event(Principal(TENANT, "admin", ("policy_admin",)), pb.RecordVersionEventRequest(
+        version_id=make_record("x").parts[0].citations[0].version_id, kind=pb.VERSION_EVENT_KIND_RETIRED))
+
+    def needing():
+        return [t.trace_id for t in core.list_traces(AUDITOR, pb.ListTracesRequest(needs_review=True)).traces]
+
+    assert needing() == ["rr-2", "rr-1"]
+    core.record_review(reviewer, pb.RecordReviewRequest(trace_id="rr-1", decision=pb.REVIEW_DECISION_ACCEPTED))
+    assert needing() == ["rr-2"]
+    assert store.get(TENANT, "rr-2").needs_review and not store.get(TENANT, "rr-1").needs_review
