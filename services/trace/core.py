@@ -134,6 +134,19 @@ def decode_page_token(token: str) -> int | None:
         raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token is not a token this service issued") from exc
 
 
+MAX_ID_CHARS = 256
+
+
+def _check_lengths(record: pb.TraceRecord, facet_set: C.Facets) -> None:
+    if len(record.principal_ref) > MAX_ID_CHARS:
+        raise InvalidArgument("FIELD_TOO_LONG", f"record.principal_ref must be at most {MAX_ID_CHARS} characters")
+    for kind, value in facet_set.rows():
+        if len(value) > MAX_ID_CHARS:
+            raise InvalidArgument("FIELD_TOO_LONG",
+                                  f"a cited {kind} ID in record.parts[].citations is longer than {MAX_ID_CHARS} "
+                                  "characters")
+
+
 def passage_roles_required(record: pb.TraceRecord, part: pb.PartRecord) -> frozenset[str]:
     applied = part.retrieval.settings.filters.roles if part.HasField("retrieval") else []
     required = set(applied) or set(record.principal_roles)
@@ -179,6 +192,7 @@ class TraceCore:
             nonce = C.new_nonce()
             digest = C.query_digest(raw, normalized, nonce)
             facet_set = C.facets_of(incoming)
+            _check_lengths(record, facet_set)
             new = NewRecord(
                 tenant_id=principal.tenant_id, trace_id=record.trace_id,
                 created_at=to_naive_utc(incoming.created_at), outcome=facet_set.outcome,

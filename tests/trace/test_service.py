@@ -295,6 +295,11 @@ def test_invalid_requests_name_the_field(sqlite_trace, metadata_for):
     expect_error(lambda: record(stub, md, pb.TraceRecord()), grpc.StatusCode.INVALID_ARGUMENT, "MISSING_TRACE_ID")
     expect_error(lambda: record(stub, md, pb.TraceRecord(trace_id="bad id with spaces")),
                  grpc.StatusCode.INVALID_ARGUMENT, "INVALID_TRACE_ID")
+    long_doc = make_record("t-long")
+    long_doc.parts[0].citations[0].document_id = "d" * 300
+    expect_error(lambda: record(stub, md, long_doc), grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG")
+    # Nothing half-stored: the trace ID is still free.
+    assert record(stub, md, make_record("t-long")).created
     expect_error(lambda: stub.RecordVersionEvent(pb.RecordVersionEventRequest(version_id="v1"), timeout=10,
                                                  metadata=md), grpc.StatusCode.INVALID_ARGUMENT, "MISSING_KIND")
     expect_error(lambda: stub.ApplyRetention(pb.ApplyRetentionRequest(retention_days=-1), timeout=10, metadata=md),
