@@ -164,6 +164,15 @@ def _relax_cache_durability(cache: EmbeddingCache) -> None:
         db.execute("PRAGMA synchronous=NORMAL")
 
 
+def make_backend(settings: Settings) -> SearchBackend:
+    """The search backend named by settings.backend (the OpenSearch issue adds its branch here).
+    The index is derived data: whatever the backend, warm-up rebuilds it from the store of record."""
+    if settings.backend == "embedded":
+        return EmbeddedIndex()
+    raise Unavailable("BACKEND_NOT_BUILT",
+                      f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -176,12 +185,9 @@ def embedding_text(heading_context: str, text: str) -> str:
 class RetrievalCore:
     def __init__(self, settings: Settings, *, store: Store | None = None, backend: SearchBackend | None = None,
                  embedder: Embedder | None = None) -> None:
-        if settings.backend != "embedded":
-            raise Unavailable("BACKEND_NOT_BUILT",
-                              f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
         self.settings = settings
+        self.backend = backend or make_backend(settings)
         self.store = store or Store(settings.resolved_database_url(), settings.sqlite_synchronous)
-        self.backend = backend or EmbeddedIndex()
         self.embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens)
         self.chunker = MarkdownChunker(settings.chunk_target_chars, settings.chunk_hard_limit_chars)
         self.fusion = FusionSettings(method=settings.fusion_method, rrf_k=settings.rrf_k,
