@@ -233,6 +233,11 @@ def run(args: argparse.Namespace) -> int:
                 reply = stub.IngestDocument(source.request(), timeout=args.timeout,
                                             metadata=bearer_metadata(tokens[source.tenant]))
             except grpc.RpcError as err:
+                if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED):
+                    # Not about this file: the service is unreachable or rejects our key. Stop.
+                    print(f"citetrace ingest: retrieval service at {address}: {err.code().name}: {err.details()} "
+                          "(is the stack up? `citetrace up`; same data dir?)", file=sys.stderr)
+                    return 2
                 failures += 1
                 info = error_info(err)
                 reason = info.reason if info else err.code().name

@@ -99,3 +99,11 @@ def test_a_server_side_tenant_mismatch_is_impossible_by_construction(stack, tmp_
     b = write(tmp_path / "b.md", GOOD.format(doc="y", minutes=2).replace("cli-tenant", "cli-tenant-2"))
     code, out, _ = run(stack, a, b, capsys=capsys)
     assert code == 0 and out.count("created") == 2
+
+
+def test_an_unreachable_service_stops_the_batch_with_exit_2(stack, tmp_path, capsys):
+    _, data = stack
+    path = write(tmp_path / "one.md", GOOD.format(doc="nowhere", minutes=3))
+    code = cli(["ingest", "--data-dir", str(data), "--target", "127.0.0.1:1", str(path)])
+    assert code == 2
+    assert "UNAVAILABLE" in capsys.readouterr().err
