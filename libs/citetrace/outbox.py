@@ -135,6 +135,14 @@ class TraceOutbox:
                                     "WHERE state = 'dead' ORDER BY id").fetchall()
         return [DeadLetter(*row) for row in rows]
 
+    def requeue_dead(self) -> int:
+        """Moves dead letters back to pending (after the cause was fixed); returns how many."""
+        with self._db_lock:
+            moved = self._db.execute("UPDATE outbox SET state = 'pending' WHERE state = 'dead'").rowcount
+        self._update_gauge()
+        self._wake.set()
+        return int(moved)
+
     def _update_gauge(self) -> None:
         TRACE_OUTBOX_PENDING.labels(service=self._service).set(self.pending_count())
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from citetrace.kit.auth import bearer_metadata, mint_token
 from citetrace.outbox import PermanentDeliveryError, TraceOutbox, grpc_deliverer
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
@@ -106,7 +107,37 @@ def test_a_permanently_rejected_record_is_kept_as_dead_letter_and_does_not_block
     assert [d.trace_id for d in dead] == ["o-bad"] and "INVALID_TRACE_ID" in dead[0].last_error
     assert not outbox.submit(make_record("o-bad"))  # rejected directly: also kept
     assert len(outbox.dead_letters()) == 2
+    # After the cause is fixed, an operator requeues them and they are delivered.
+    service.reject = set()
+    assert outbox.requeue_dead() == 2 and outbox.flush() == 0
+    assert [t for _, t in service.stored] == ["o-1", "o-3", "o-bad", "o-bad"]
     outbox.close()
+
+
+def test_outbox_command_lists_pending_and_dead_letters_and_flushes(tmp_path, auth, capsys):
+    from citetrace.cli.main import main
+    from tracefixtures import trace_service
+
+    service = FlakyService()
+    path = tmp_path / "orchestrator" / "trace-outbox.sqlite"
+    outbox = TraceOutbox(path, service)
+    service.reject = {"o-2"}
+    outbox.submit(make_record("o-2"))  # rejected: dead letter
+    service.down = True
+    outbox.submit(make_record("o-1"))  # service down: pending
+    outbox.close()
+    (tmp_path / "dev-secret").write_text(auth.hs256_secret + "\n")
+    assert main(["trace", "outbox", "--data-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 pending" in out and "dead letter" in out and "o-2" in out and "INVALID_TRACE_ID" in out
+    with trace_service(auth, tmp_path / "trace") as (runner, stub, _):
+        assert main(["trace", "outbox", "--data-dir", str(tmp_path), "--flush", "--requeue-dead",
+                     "--target", runner.address]) == 0
+        out = capsys.readouterr().out
+        assert "requeued 1 dead letter(s)" in out and "0 pending" in out
+        listed = stub.ListTraces(pb.ListTracesRequest(), timeout=10,
+                                 metadata=bearer_metadata(mint_token(auth, tenant_id=TENANT, subject="a", roles=["auditor"])))
+        assert sorted(t.trace_id for t in listed.traces) == ["o-1", "o-2"]
 
 
 # --- a real trace service process, killed mid-run --------------------------------------------------

@@ -144,6 +144,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_auth(event, default_roles="policy_admin")
     event.set_defaults(func=run_version_event)
 
+    outbox = sub.add_parser("outbox", help="inspect the orchestrator's durable trace outbox (and deliver it)")
+    outbox.add_argument("--path", type=Path, help="outbox file (default: DATA_DIR/orchestrator/trace-outbox.sqlite)")
+    outbox.add_argument("--requeue-dead", action="store_true", help="move dead letters back to pending")
+    outbox.add_argument("--flush", action="store_true",
+                        help="deliver pending records now (needs the signing key of the deployment or stack)")
+    outbox.add_argument("--target", help="trace service address (default: the local stack's)")
+    add_data_dir(outbox)
+    outbox.set_defaults(func=run_outbox)
+
     retention = sub.add_parser("retention", help="redact query text older than the retention period")
     retention.add_argument("--days", type=int, default=0, help="override the configured period")
     add_auth(retention)
@@ -452,3 +461,32 @@ def run_version_event(args: argparse.Namespace) -> int:
         version_id=args.version_id, kind=kind, replaced_by_version_id=args.replaced_by), token_of(args))
     print(f"{reply.affected_traces} answer(s) cited {args.version_id} and now need re-review")
     return 0
+
+
+def run_outbox(args: argparse.Namespace) -> int:
+    from citetrace.cli.common import auth_settings
+    from citetrace.outbox import TraceOutbox, grpc_deliverer
+
+    path = args.path or args.data_dir / "orchestrator" / "trace-outbox.sqlite"
+    if not path.exists():
+        fail(f"no outbox at {path}")
+
+    def not_now(_record) -> None:
+        raise RuntimeError("inspection only")
+
+    deliver = grpc_deliverer(args.target or target(args.data_dir, "trace"), auth_settings(args.data_dir)) \
+        if args.flush else not_now
+    outbox = TraceOutbox(path, deliver)
+    try:
+        if args.requeue_dead:
+            print(f"requeued {outbox.requeue_dead()} dead letter(s)")
+        if args.flush:
+            outbox.flush()
+        print(f"{path}: {outbox.pending_count()} pending")
+        dead = outbox.dead_letters()
+        for letter in dead:
+            print(f"dead letter {letter.id}: tenant {letter.tenant_id} trace {letter.trace_id} "
+                  f"after {letter.attempts} attempt(s): {letter.last_error}")
+    finally:
+        outbox.close()
+    return 1 if dead else 0
