@@ -74,7 +74,7 @@ postgres-up:
 postgres-down:
 	@deploy/postgres-local/down.sh
 
-test: setup lint postgres-up
+test: setup lint postgres-up opensearch-up
 	$(VENV)/bin/pytest -q
 
 test-fast: setup
