@@ -97,6 +97,17 @@ def test_replay_reports_unchanged_then_retired_sources_and_regressions(world, ca
         assert f"{trace_id} -> " in out and "unchanged" in out.split(trace_id + " -> ")[1].splitlines()[0]
     assert "replayed 2 trace(s): 0 changed, 0 regressed, 0 not replayed" in err
 
+    # The replays' own records name their origin and are not replayed again by default.
+    replayed = json.loads(replay(world, capsys, "--since", since, "--json")[1])
+    new_ids = {r["diff"]["new_trace_id"] for r in replayed}
+    assert len(replayed) == 2 and not new_ids & set(asked)
+    origin = traces.GetTrace(pb.GetTraceRequest(trace_id=replayed[0]["diff"]["new_trace_id"]), timeout=10,
+                             metadata=token(auth, ("auditor",))).record
+    assert origin.principal_ref == f"replay:{replayed[0]['trace_id']}"
+    assert list(origin.principal_roles) == ["patient"]
+    code, out, _ = replay(world, capsys, "--since", since, "--include-replays", "--json")
+    assert len(json.loads(out)) > 2
+
     # Retire every version the first answer retrieved: the replay must see them leave.
     old = traces.GetTrace(pb.GetTraceRequest(trace_id=asked[0]), timeout=10,
                           metadata=token(auth, ("auditor",))).record

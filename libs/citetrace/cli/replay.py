@@ -9,6 +9,9 @@ key; with only `--token`, that token is used for the Ask too), then reads the ne
 the trace service. When the new record is not readable (not delivered yet), the answer envelope is
 compared instead, without the retrieved set.
 
+Replays are asked as subject `replay:<original trace ID>`, so their own records say where they came
+from; records of earlier replays are skipped unless `--include-replays` (or named by `--trace-id`).
+
 Exit status: 0 nothing regressed; 1 at least one regression (a supported answer became unsupported
 or an abstention became an answer); 3 no regression, but some traces could not be replayed.
 Replayed questions are new answers and get their own trace records.
@@ -33,6 +36,7 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
+REPLAY_SUBJECT = "replay:"
 EXIT_REGRESSED = 1
 EXIT_INCOMPLETE = 3
 
@@ -46,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--orchestrator-target", help="orchestrator address (default: the local stack's)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Ask (default 60)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--include-replays", action="store_true", help="also replay records of earlier replays")
     add_auth(parser)
     parser.set_defaults(func=run)
 
@@ -62,8 +67,8 @@ def ask_token(signing: AuthSettings | None, fallback: str, old: pb.TraceRecord) 
     if signing is None:
         return fallback
     try:
-        return mint_token(signing, tenant_id=old.tenant_id, subject="replay", roles=list(old.principal_roles),
-                          ttl_seconds=600)
+        return mint_token(signing, tenant_id=old.tenant_id, subject=f"{REPLAY_SUBJECT}{old.trace_id}",
+                          roles=list(old.principal_roles), ttl_seconds=600)
     except Exception:  # noqa: BLE001 - no private key (RS256 verify-only): fall back
         return fallback
 
@@ -99,9 +104,13 @@ def run(args: argparse.Namespace) -> int:
             request.page_token = page.next_page_token
         ids = list(reversed(ids[:args.limit] if args.limit else ids))  # oldest first
 
+    named = bool(args.trace_id)
+
     def records():
         for trace_id in ids:
-            yield rpc(traces.GetTrace, pb.GetTraceRequest(trace_id=trace_id), token).record
+            record = rpc(traces.GetTrace, pb.GetTraceRequest(trace_id=trace_id), token).record
+            if named or args.include_replays or not record.principal_ref.startswith(REPLAY_SUBJECT):
+                yield record
 
     def ask(old: pb.TraceRecord):
         request = orch_pb.AskRequest(question=old.query.raw, locale=locale_of(old))
