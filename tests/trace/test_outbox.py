@@ -148,10 +148,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_service(port: int, data_dir: Path, secret: str, log: Path) -> subprocess.Popen:
+def start_service(port: int, data_dir: Path, secret: str, log: Path, database_url: str | None = None
+                  ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_TRACE_", "CITETRACE_AUTH_"))}
     env.update({"CITETRACE_TRACE_PORT": str(port), "CITETRACE_TRACE_METRICS_PORT": "-1",
                 "CITETRACE_TRACE_DATA_DIR": str(data_dir), "CITETRACE_AUTH_HS256_SECRET": secret})
+    if database_url:
+        env["CITETRACE_TRACE_DATABASE_URL"] = database_url
     proc = subprocess.Popen([sys.executable, "-m", "services.trace"], cwd=REPO, env=env,
                             stdout=log.open("ab"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 90
@@ -169,11 +172,13 @@ def start_service(port: int, data_dir: Path, secret: str, log: Path) -> subproce
 
 
 @pytest.mark.slow
-def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(tmp_path, auth, metadata_for):
+def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(tmp_path, auth, metadata_for,
+                                                                               store_url):
+    database_url = None if store_url.startswith("sqlite") else store_url  # SQLite: under the data dir
     port = free_port()
     target = f"127.0.0.1:{port}"
     log = tmp_path / "trace.log"
-    proc = start_service(port, tmp_path / "data", auth.hs256_secret, log)
+    proc = start_service(port, tmp_path / "data", auth.hs256_secret, log, database_url)
     deliver = grpc_deliverer(target, auth, timeout=2.0)
     outbox_path = tmp_path / "orchestrator" / "outbox.db"
     outbox = TraceOutbox(outbox_path, deliver, min_backoff=0.1, max_backoff=0.5, poll_interval=0.2)
@@ -201,7 +206,7 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
         outbox.start()
         for i in range(40, 50):
             submit(i)
-        proc = start_service(port, tmp_path / "data", auth.hs256_secret, log)
+        proc = start_service(port, tmp_path / "data", auth.hs256_secret, log, database_url)
         for i in range(50, 60):
             submit(i)
         assert outbox.wait_empty(90), f"still pending: {outbox.pending_count()}"
