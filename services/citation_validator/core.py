@@ -281,9 +281,11 @@ class Validator:
             return out, stored
 
         results: list[ClaimResult] = []
-        with stage("citation_validator", "validator.support", claims=len(claims)):
+        with stage("citation_validator", "validator.support", claims=len(claims)) as span:
             for claim in claims:
                 results.append(self._claim(claim, check_label, duplicate_claim_ids, by_label))
+            for verdict in (SUPPORTED, UNSUPPORTED, UNRESOLVED):
+                span.set_attribute(f"citetrace.{verdict.lower()}", sum(1 for r in results if r.support == verdict))
         passed = not answer_findings and all(not r.findings and r.support == SUPPORTED for r in results)
         return ValidationResult(results, answer_findings, passed, self.policy.version, self.support_model)
 

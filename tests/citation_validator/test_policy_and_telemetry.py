@@ -73,5 +73,6 @@ def test_validate_span_has_reload_and_support_children_without_text(validate, wo
     assert {"validator.reload", "validator.support"} <= set(children)
     assert parent.attributes["citetrace.passed"] is True
     assert children["validator.reload"].attributes["citetrace.passages"] == 1
+    assert children["validator.support"].attributes["citetrace.supported"] == 1
     for span in (parent, *children.values()):
         assert not any("arrive" in str(v) for v in span.attributes.values())
