@@ -74,3 +74,13 @@ def test_downstream_deadline_never_outlives_the_incoming_call():
         assert 0.3 < effective_timeout(10.0) <= 0.5
     with call_context(None, None, timeout=-1):
         assert effective_timeout(10.0) == 0.001
+
+
+def test_service_tokens_are_cached_per_signing_key():
+    from citetrace.kit.auth import service_token
+    from citetrace.kit.testing import test_auth_settings
+
+    first, second = test_auth_settings(), test_auth_settings()
+    assert service_token(first, "t1", "orchestrator") == service_token(first, "t1", "orchestrator")
+    principal = TokenVerifier(second).verify(service_token(second, "t1", "orchestrator"))
+    assert principal.roles == ("service",) and principal.tenant_id == "t1"

@@ -137,13 +137,14 @@ def mint_token(
     return jwt.encode(claims, settings.hs256_secret, algorithm="HS256")
 
 
-_service_tokens: dict[tuple[str, str], tuple[str, float]] = {}
+_service_tokens: dict[tuple[str, str, str], tuple[str, float]] = {}
 
 
 def service_token(settings: AuthSettings, tenant_id: str, service_name: str, ttl_seconds: int = 300) -> str:
     """A short-lived token with role `service` for internal calls on behalf of a tenant (e.g. the
     orchestrator recording a trace). Cached until a minute before it expires."""
-    key = (tenant_id, service_name)
+    # Keyed by the signing key too: two deployments' settings in one process must not share tokens.
+    key = (tenant_id, service_name, settings.hs256_secret or str(settings.rs256_private_key_file))
     cached = _service_tokens.get(key)
     if cached and cached[1] - time.time() > 60:
         return cached[0]
