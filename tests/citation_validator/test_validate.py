@@ -115,6 +115,7 @@ def test_changed_source_superseded_after_retrieval_is_stale(validate, world):
     reply = validate([claim("c1", sentence, "S1", claim_type=common_pb2.CLAIM_TYPE_SCHEDULING_RULE)], offered)
     c1 = reply.claims[0]
     assert reasons(c1) == ["STALE_VERSION"] and c1.withheld and not reply.passed
+    assert "superseded by" in c1.findings[0].message
     # ... while an as_of before the change still validates (the saved answer stays identifiable)
     past = validate([claim("c1", sentence, "S1", claim_type=common_pb2.CLAIM_TYPE_SCHEDULING_RULE)], offered,
                     as_of=datetime(2026, 1, 1, tzinfo=UTC))
