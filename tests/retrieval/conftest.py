@@ -18,7 +18,16 @@ import pytest
 
 from services.retrieval.index import EmbeddedIndex
 
-CONTRACT_BACKEND_FIXTURES = ["embedded_backend_factory"]
+from .opensearch_fixtures import (  # noqa: F401 - fixtures
+    opensearch_backend_factory,
+    opensearch_backends,
+    opensearch_url,
+)
+
+CONTRACT_BACKEND_FIXTURES = [
+    "embedded_backend_factory",
+    pytest.param("opensearch_backend_factory", marks=pytest.mark.opensearch),
+]
 
 
 @pytest.fixture
