@@ -125,9 +125,11 @@ class Stack:
         raise RuntimeError(f"{name} on {address} did not become SERVING")
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory) -> Iterator[Stack]:
-    data_dir = tmp_path_factory.mktemp("e2e-stack")
+@contextlib.contextmanager
+def running_stack(data_dir: Path) -> Iterator[Stack]:
+    """The six services as processes on a free port offset, the sample corpus ingested and the
+    sample slots loaded; everything stopped on exit (also used by the eval harness, tests/eval)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
     offset = _free_offset()
     up = citetrace("up", "--detach", "--port-offset", str(offset), "--data-dir", str(data_dir))
     if up.returncode != 0:
@@ -149,6 +151,12 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
             if proc.poll() is None:
                 proc.kill()
         citetrace("down", "--data-dir", str(data_dir), timeout=60)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory) -> Iterator[Stack]:
+    with running_stack(tmp_path_factory.mktemp("e2e-stack")) as result:
+        yield result
 
 
 @pytest.fixture

@@ -1,0 +1,12 @@
+# Evaluation (issue 10): the labelled synthetic question set tests/eval/cases.yaml asked of the real
+# stack (six processes, embedded defaults), scored per stage; table on stdout, JSON in
+# bench/results/eval.json, compared with bench/results/eval-baseline.json (tolerance in the harness).
+# `make test` runs the same comparison as tests/eval/test_eval_regression.py.
+.PHONY: eval eval-baseline
+
+eval: setup
+	PYTHONPATH=tests OPENBLAS_NUM_THREADS=1 $(PY) -m eval.harness --json bench/results/eval.json
+
+# Refresh the committed baseline on purpose (review the diff and say why in the commit).
+eval-baseline: setup
+	PYTHONPATH=tests OPENBLAS_NUM_THREADS=1 $(PY) -m eval.harness --json bench/results/eval.json --write-baseline

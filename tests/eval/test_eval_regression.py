@@ -1,0 +1,46 @@
+"""The grounding evaluation (tests/eval/cases.yaml over the real stack) must not regress beyond
+harness.TOLERANCE from the committed baseline bench/results/eval-baseline.json. Refresh the
+baseline deliberately with `make eval-baseline` (and say why in the commit)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from e2e.conftest import running_stack
+
+from eval.harness import RESULTS, TOLERANCE, load_cases, regressions, run_eval, table
+
+pytestmark = pytest.mark.slow
+
+BASELINE = RESULTS / "eval-baseline.json"
+
+
+def test_cases_file_is_well_formed():
+    cases = load_cases()
+    assert len(cases) >= 80
+    assert len({case.tenant for case in cases}) >= 3
+    expected = {case.expect for case in cases}
+    assert expected == {"answered", "partially_answered", "abstained", "needs_clarification", "out_of_scope",
+                        "conflict", "source_unavailable"}
+    tags = {tag for case in cases for tag in case.tags}
+    for kind in ("old_and_current_versions", "near_identical_names", "exception_next_paragraph", "table_exception",
+                 "rescheduling_vs_hours", "hostile_instruction", "cross_tenant", "unicode", "patient_phrasing",
+                 "staff_phrasing"):
+        assert kind in tags, f"no case of kind {kind}"
+    for case in cases:
+        if case.expect in ("answered", "partially_answered", "conflict") and case.part != "live_slot":
+            assert case.gold, f"{case.id}: an expected answer needs gold evidence"
+
+
+def test_no_regression_against_the_baseline(tmp_path):
+    baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
+    with running_stack(tmp_path / "stack") as stack:
+        result = run_eval(stack, tmp_path, load_cases())
+    (tmp_path / "eval.json").write_text(json.dumps(result, indent=2))
+    print(table(result))
+    metrics = result["metrics"]
+    assert metrics["cases"] == baseline["metrics"]["cases"], "cases changed: refresh the baseline (make eval-baseline)"
+    assert metrics["cross_tenant_leaks"]["numerator"] == 0
+    problems = regressions(result, baseline)
+    assert not problems, f"eval regressed beyond tolerance {TOLERANCE}: {problems}"
