@@ -4,6 +4,7 @@ view are derived from it (rebuilt at warm-up, updated on every write)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
@@ -169,6 +170,10 @@ def make_backend(settings: Settings) -> SearchBackend:
     The index is derived data: whatever the backend, warm-up rebuilds it from the store of record."""
     if settings.backend == "embedded":
         return EmbeddedIndex()
+    if settings.backend == "opensearch":
+        from services.retrieval.index.opensearch import OpenSearchBackend
+
+        return OpenSearchBackend(settings.opensearch_config())
     raise Unavailable("BACKEND_NOT_BUILT",
                       f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
 
@@ -218,8 +223,11 @@ class RetrievalCore:
             self.cache.close()
         self.store.close()
 
-    def rebuild_index(self) -> int:
-        with self._write_lock:
+    def rebuild_index(self, new_generation: bool = False) -> int:
+        # A backend with index generations (OpenSearch) writes the rebuild into a new generation and
+        # makes it live at the end (on start-up only if configured so; always with new_generation).
+        scope = getattr(self.backend, "rebuild_scope", None)
+        with self._write_lock, (scope(force=new_generation) if scope else contextlib.nullcontext()):
             count = 0
             for version, text, passages in self.store.iter_indexable():
                 self._index_version(version, text, passages)
@@ -462,11 +470,20 @@ class RetrievalCore:
                     vector = self.embedder.embed([cmd.query])[0]
             lexical: list[tuple[str, float]] = []
             dense: list[tuple[str, float]] = []
-            if cmd.mode != "vector":
+            both = getattr(self.backend, "candidate_lists", None)
+            if both is not None:  # one request for both retrievers (OpenSearch _msearch): both stages span it
+                kinds = [kind for kind in ("lexical", "vector") if cmd.mode in (kind, "hybrid")]
+                with contextlib.ExitStack() as spans:
+                    subs = [spans.enter_context(stage(SERVICE, f"retrieval.{kind}", combined=True)) for kind in kinds]
+                    lexical, dense = both(SearchQuery(text=cmd.query, vector=vector, scope=scope,
+                                                      k=fusion.candidate_k, fusion=fusion))
+                    for kind, sub in zip(kinds, subs, strict=True):
+                        set_attributes(sub, candidates=len(lexical if kind == "lexical" else dense))
+            elif cmd.mode != "vector":
                 with stage(SERVICE, "retrieval.lexical") as sub:
                     lexical = self._one_list(cmd.query, vector, scope, fusion, "lexical")
                     set_attributes(sub, candidates=len(lexical))
-            if cmd.mode != "lexical":
+            if both is None and cmd.mode != "lexical":
                 with stage(SERVICE, "retrieval.vector") as sub:
                     dense = self._one_list(cmd.query, vector, scope, fusion, "vector")
                     set_attributes(sub, candidates=len(dense))

@@ -23,8 +23,26 @@ class Settings(ServerSettings):
     # SQLite only: PRAGMA synchronous for the store of record (WAL). FULL: an acknowledged ingest
     # survives a power failure; NORMAL: faster, may lose the last commits on an OS crash.
     sqlite_synchronous: str = "FULL"
-    # Search backend. Only "embedded" is built; "opensearch" fails at start-up (separate issue).
+    # Search backend: "embedded" (in-process) or "opensearch" (the opensearch_* settings below).
     backend: str = "embedded"
+    # OpenSearch (services/retrieval/index/opensearch.py). Hosts: comma-separated http(s)://HOST:PORT.
+    opensearch_hosts: tuple[str, ...] = ("http://127.0.0.1:9200",)
+    opensearch_username: str = ""  # basic auth (with opensearch_password)
+    opensearch_password: str = ""
+    opensearch_use_ssl: bool = False  # also implied by an https:// host
+    opensearch_verify_certs: bool = True
+    opensearch_ca_certs: str = ""  # PEM bundle for verifying the cluster's certificate
+    # Index names: <prefix>passages (the alias) and <prefix>passages-<generation>.
+    opensearch_index_prefix: str = "citetrace-"
+    opensearch_timeout_seconds: float = 10.0  # per request
+    opensearch_max_retries: int = 3  # on connection errors, timeouts, 429, 502-504 (exponential backoff)
+    opensearch_retry_backoff_seconds: float = 0.2
+    opensearch_shards: int = 1
+    opensearch_replicas: int = 0
+    opensearch_keep_generations: int = 3  # older generations are deleted after a rebuild
+    # True: every start writes a new generation from the store of record and switches the alias to it.
+    # False: keep the live generation (create one if none) and upsert into it.
+    opensearch_rebuild_on_start: bool = True
     # Vector cache (SQLite) keyed by model id + text digest; defaults to data_dir/embeddings.sqlite.
     embedding_cache_path: Path | None = None
     # Truncation of passages and queries for the embedding model (the model allows 512).
@@ -66,6 +84,27 @@ class Settings(ServerSettings):
         require(self.max_query_chars >= 1, "max_query_chars must be >= 1")
         require(self.max_document_chars >= 1, "max_document_chars must be >= 1")
         require(1 <= self.default_page_size <= self.max_page_size, "need 1 <= default_page_size <= max_page_size")
+        if self.backend == "opensearch":
+            self.opensearch_config()  # validates hosts, auth, TLS files, prefix, timeouts
+
+    def opensearch_config(self):
+        """The OpenSearchConfig of these settings (SettingsError when one is invalid)."""
+        from services.retrieval.index.opensearch import OpenSearchConfig
+        from services.retrieval.index.types import BM25Settings
+
+        require(not self.opensearch_ca_certs or Path(self.opensearch_ca_certs).is_file(),
+                f"opensearch_ca_certs {self.opensearch_ca_certs!r} is not a readable file")
+        try:
+            return OpenSearchConfig(
+                hosts=self.opensearch_hosts, username=self.opensearch_username, password=self.opensearch_password,
+                use_ssl=self.opensearch_use_ssl, verify_certs=self.opensearch_verify_certs,
+                ca_certs=self.opensearch_ca_certs, index_prefix=self.opensearch_index_prefix,
+                timeout_seconds=self.opensearch_timeout_seconds, max_retries=self.opensearch_max_retries,
+                retry_backoff_seconds=self.opensearch_retry_backoff_seconds, shards=self.opensearch_shards,
+                replicas=self.opensearch_replicas, keep_generations=self.opensearch_keep_generations,
+                rebuild_on_start=self.opensearch_rebuild_on_start, bm25=BM25Settings())
+        except ValueError as exc:
+            require(False, f"opensearch settings: {exc}")
 
     def resolved_database_url(self) -> str:
         if self.database_url:

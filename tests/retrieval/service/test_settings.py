@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from citetrace.kit.errors import Unavailable
 from citetrace.kit.settings import SettingsError, load_settings
 
 from services.retrieval.servicer import build_spec
@@ -30,6 +29,8 @@ def test_bad_settings_fail_at_start_up(name, value, message):
         load_settings(Settings, PREFIX, {f"{PREFIX}{name}": value})
 
 
-def test_the_opensearch_backend_is_refused_clearly_until_it_is_built(tmp_path):
-    with pytest.raises(Unavailable, match="opensearch"):
-        build_spec(Settings(port=0, metrics_port=-1, data_dir=tmp_path, backend="opensearch"))
+def test_the_opensearch_backend_is_selected_by_configuration(tmp_path):
+    # Building the spec touches no network: the node is reached at warm-up (tests/retrieval/opensearch/).
+    spec = build_spec(Settings(port=0, metrics_port=-1, data_dir=tmp_path, backend="opensearch",
+                               opensearch_hosts=("http://127.0.0.1:1",)))
+    assert spec.servicer.core.backend.name == "opensearch"
