@@ -1,0 +1,80 @@
+"""A small HTTP proxy in front of the real OpenSearch node that can fail on purpose: answer the
+next N requests with a given status, or go away entirely (then its port refuses connections)."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FaultProxy:
+    def __init__(self, upstream: str) -> None:
+        parsed = urllib.parse.urlparse(upstream)
+        self.upstream = (parsed.hostname, parsed.port or 80)
+        self.fail_next = 0
+        self.fail_status = 503
+        self.requests: list[tuple[str, str, int]] = []  # (method, path, status sent)
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                with proxy._lock:
+                    failing = proxy.fail_next > 0
+                    if failing:
+                        proxy.fail_next -= 1
+                if failing:
+                    payload = b'{"error":{"type":"injected","reason":"injected by FaultProxy"},"status":%d}' % (
+                        proxy.fail_status)
+                    self._reply(proxy.fail_status, payload, "application/json")
+                    return
+                conn = http.client.HTTPConnection(*proxy.upstream, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                reply = conn.getresponse()
+                data = reply.read()
+                self._reply(reply.status, data, reply.getheader("Content-Type", "application/json"))
+                conn.close()
+
+            def _reply(self, status, payload, content_type):
+                proxy.requests.append((self.command, self.path, status))
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def fail(self, count: int, status: int = 503) -> None:
+        with self._lock:
+            self.fail_next, self.fail_status = count, status
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def dead_url() -> str:
+    """A localhost URL nothing listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
