@@ -434,7 +434,10 @@ class OpenSearchBackend:
         if cached is not None and time.monotonic() - cached[0] < self.config.generation_ttl_seconds:
             return cached[1]
         self._ensure_ready()
-        stats = self._call("stats", self.client.indices.stats, index=self.config.alias, level="shards")
+        try:
+            stats = self._call("stats", self.client.indices.stats, index=self.config.alias, level="shards")
+        except NotFoundError:  # the first generation is still being built: nothing is live yet
+            return "none"
         parts = []
         for index, data in stats["indices"].items():
             ops = sum(copy["seq_no"]["max_seq_no"] + 1 for copies in data["shards"].values() for copy in copies

@@ -3,7 +3,9 @@ next N requests with a given status, or go away entirely (then its port refuses 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +19,7 @@ class FaultProxy:
         self.fail_status = 503
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status sent)
         self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -24,6 +27,16 @@ class FaultProxy:
 
             def log_message(self, *args):  # quiet
                 pass
+
+            def setup(self):
+                super().setup()
+                with proxy._lock:
+                    proxy._connections.add(self.connection)
+
+            def finish(self):
+                with proxy._lock:
+                    proxy._connections.discard(self.connection)
+                super().finish()
 
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
@@ -66,14 +79,17 @@ class FaultProxy:
             self.fail_next, self.fail_status = count, status
 
     def stop(self) -> None:
+        """Stop listening and cut every open (keep-alive) connection."""
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            for conn in list(self._connections):
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
 
 
 def dead_url() -> str:
     """A localhost URL nothing listens on."""
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
