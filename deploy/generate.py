@@ -240,12 +240,18 @@ def compose() -> dict:
             "restart": "unless-stopped",
             "stop_grace_period": "20s",
         }
+        if info.name == "retrieval" and "opensearch_hosts" in settings_fields(info):
+            # compose runs the production search index (DESIGN §9): OpenSearch.
+            spec["environment"][f"{info.env_prefix}BACKEND"] = "opensearch"
+            spec["environment"][f"{info.env_prefix}OPENSEARCH_HOSTS"] = "http://opensearch:9200"
+            depends.append("opensearch")
         if "data_dir" in settings_fields(info):
             spec["volumes"] = [f"{d.dns}-data:{DATA_DIR}"]
         callees = [DEPLOY[n[: -len("_target")]].dns for n in settings_fields(info)
                    if n.endswith("_target") and n[: -len("_target")] in DEPLOY]
+        spec["environment"] = dict(sorted(spec["environment"].items()))
         spec["depends_on"] = {**{n: {"condition": "service_started"} for n in depends},
-                              **({"postgres": {"condition": "service_healthy"}} if "postgres" in depends else {}),
+                              **{n: {"condition": "service_healthy"} for n in depends if n in ("postgres", "opensearch")},
                               **healthy(*callees)}
         if info.name == "orchestrator":
             spec["ports"] = [f"127.0.0.1:{info.port}:{info.port}"]
@@ -273,6 +279,10 @@ def deployment(info: ServiceInfo) -> dict:
     if has_database(info):
         env.append({"name": f"{info.env_prefix}DATABASE_URL",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-database", "key": f"{d.database}-url"}}})
+    if info.name == "retrieval" and "opensearch_password" in settings_fields(info):
+        env.append({"name": f"{info.env_prefix}OPENSEARCH_PASSWORD",
+                    "valueFrom": {"secretKeyRef": {"name": "citetrace-opensearch", "key": "password",
+                                                   "optional": True}}})
     if info.name == "generation" and "openai_api_key" in settings_fields(info):
         env.append({"name": f"{info.env_prefix}OPENAI_API_KEY",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-generation", "key": "openai-api-key",
@@ -417,7 +427,14 @@ def k8s_files() -> dict[str, str]:
         # Pin by digest in production: replace newTag by digest: sha256:... from your registry.
         "images": [{"name": f"{IMAGE_REPO}/{DEPLOY[i.name].dns}", "newTag": VERSION} for i in SERVICES],
         # Secrets citetrace-auth (hs256-secret), citetrace-database (<db>-url) and optionally
-        # citetrace-generation (openai-api-key) come from your secret manager, not from this repo.
+        # citetrace-opensearch (password) and citetrace-generation (openai-api-key) come from your
+        # secret manager, not from this repo.
+        **({"configMapGenerator": [{"name": "retrieval-config", "behavior": "merge", "literals": [
+            "CITETRACE_RETRIEVAL_BACKEND=opensearch",
+            "CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS=https://opensearch.search.svc:9200",
+            "CITETRACE_RETRIEVAL_OPENSEARCH_USERNAME=citetrace",
+            "CITETRACE_RETRIEVAL_OPENSEARCH_REPLICAS=1",
+        ]}]} if "opensearch_hosts" in settings_fields(_info("retrieval")) else {}),
         "patches": [
             {"target": {"kind": "HorizontalPodAutoscaler"},
              "patch": dump([{"op": "replace", "path": "/spec/minReplicas", "value": 3},

@@ -137,6 +137,10 @@ def test_compose_has_the_whole_stack_and_its_mounts_exist():
                 host, port = value.rsplit(":", 1)
                 assert host in BY_DNS and int(port) == BY_DNS[host].port, f"{dns}: {key}={value}"
     assert services["prometheus"]["command"][0] == "--config.file=/etc/prometheus/prometheus.compose.yml"
+    retrieval = services["retrieval"]
+    if "CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS" in env_names(*settings_class(BY_DNS["retrieval"])):
+        assert retrieval["environment"]["CITETRACE_RETRIEVAL_BACKEND"] == "opensearch"
+        assert retrieval["depends_on"]["opensearch"] == {"condition": "service_healthy"}
 
 
 def test_otel_collector_pipelines_reference_defined_components():
@@ -262,6 +266,8 @@ def test_every_kubernetes_env_var_is_read_by_the_settings_class(rendered):
             if secret_ref and target == "overlays/dev" and not secret_ref.get("optional"):
                 assert secret_ref["key"] in secrets[secret_ref["name"]]["data"], (name, secret_ref)
         check_env(info, env, f"{target} Deployment {name}")
+        if target == "overlays/prod" and name == "retrieval" and f"{info.env_prefix}OPENSEARCH_HOSTS" in env:
+            assert env[f"{info.env_prefix}BACKEND"] == "opensearch"
         assert env[f"{info.env_prefix}PORT"] == str(info.port)
         assert env[f"{info.env_prefix}HOST"] == "0.0.0.0"
 
