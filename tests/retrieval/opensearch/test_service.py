@@ -33,18 +33,6 @@ def os_service(auth, data_dir, url, prefix=None, **overrides):
         yield client
 
 
-@pytest.fixture
-def prefix(opensearch_url):
-    from services.retrieval.index.opensearch import OpenSearchBackend
-
-    from ..opensearch_fixtures import opensearch_config
-
-    value = f"ct-svc-{uuid.uuid4().hex[:10]}-"
-    yield value
-    with contextlib.suppress(Exception):
-        OpenSearchBackend(opensearch_config(opensearch_url, index_prefix=value)).drop_all()
-
-
 def load_world(svc):
     svc.ingest("os-a", "general", "Arrive 15 minutes before your appointment.")
     svc.ingest("os-a", "staff-only", "Staff arrive 30 minutes before the first appointment.", roles=("staff",))

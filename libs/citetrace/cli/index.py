@@ -1,0 +1,147 @@
+"""citetrace index list|rebuild|switch GENERATION|rollback: the OpenSearch index generations.
+
+The search index is derived data. Each rebuild writes a new index `<prefix>passages-<generation>`
+from the store of record and then moves the alias `<prefix>passages` to it in one atomic
+`_aliases` request; `switch` and `rollback` move the alias between existing generations.
+
+The command talks to the store of record and to OpenSearch directly (no RPC), with the retrieval
+service's own settings: every CITETRACE_RETRIEVAL_* variable applies (database URL, OpenSearch
+hosts, auth, TLS, index prefix, embedding cache), and the flags below override them. A running
+retrieval service searches through the alias, so it sees a switch at once (its reported
+generation follows within opensearch's generation TTL, 2 s). Writes the service makes while a
+rebuild is running go to the old generation and are not in the new one: rebuild when no
+ingestion is running, or restart the service (with opensearch_rebuild_on_start it rebuilds itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+
+from citetrace.cli.common import add_data_dir, fail
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("index", help="list, rebuild and switch the OpenSearch index generations")
+    commands = parser.add_subparsers(dest="index_command", required=True, metavar="SUBCOMMAND")
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--hosts", help="OpenSearch hosts, comma-separated (default: "
+                         "$CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS or http://127.0.0.1:9200)")
+        sub.add_argument("--index-prefix", help="index name prefix (default: $CITETRACE_RETRIEVAL_OPENSEARCH_INDEX_PREFIX "
+                         "or citetrace-)")
+        add_data_dir(sub)
+
+    listing = commands.add_parser("list", help="the generations, oldest first, the live one marked")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    common(listing)
+    listing.set_defaults(func=run_list)
+
+    rebuild = commands.add_parser("rebuild", help="write a new generation from the store of record and make it live")
+    rebuild.add_argument("--database-url", help="SQLAlchemy URL of the store of record "
+                         "(default: $CITETRACE_RETRIEVAL_DATABASE_URL or the SQLite file under --data-dir)")
+    rebuild.add_argument("--keep", type=int, help="generations to keep (older non-live ones are deleted)")
+    common(rebuild)
+    rebuild.set_defaults(func=run_rebuild)
+
+    switch = commands.add_parser("switch", help="make an existing generation live (atomic alias switch)")
+    switch.add_argument("generation", help="a name from `citetrace index list`, e.g. 20261130t133512-000")
+    common(switch)
+    switch.set_defaults(func=run_switch)
+
+    rollback = commands.add_parser("rollback", help="make the generation before the live one live again")
+    common(rollback)
+    rollback.set_defaults(func=run_rollback)
+
+
+def _settings(args: argparse.Namespace, **extra):
+    from citetrace.kit.settings import SettingsError, load_settings
+    from services.retrieval.settings import PREFIX, Settings
+
+    try:
+        settings = load_settings(Settings, PREFIX)
+        overrides = {"backend": "opensearch", "port": 0, "metrics_port": -1, **extra}
+        if f"{PREFIX}DATA_DIR" not in os.environ:
+            overrides["data_dir"] = args.data_dir
+        if args.hosts:
+            overrides["opensearch_hosts"] = tuple(h.strip() for h in args.hosts.split(",") if h.strip())
+        if args.index_prefix:
+            overrides["opensearch_index_prefix"] = args.index_prefix
+        return dataclasses.replace(settings, **overrides)
+    except SettingsError as exc:
+        fail(str(exc))
+
+
+def _backend(settings):
+    from services.retrieval.index.opensearch import OpenSearchBackend
+
+    return OpenSearchBackend(settings.opensearch_config())
+
+
+def _guard(action):
+    from citetrace.kit.errors import DomainError
+
+    try:
+        return action()
+    except DomainError as exc:
+        fail(f"{exc.reason}: {exc.message}", code=1)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    backend = _backend(settings)
+    generations = _guard(backend.list_generations)
+    if args.json:
+        print(json.dumps({"alias": backend.config.alias,
+                          "generations": [dataclasses.asdict(g) for g in generations]}, indent=2))
+        return 0
+    if not generations:
+        print(f"no generations under {backend.config.alias}-* (hosts {', '.join(backend.config.hosts)})")
+        return 0
+    print(f"{'':2}{'GENERATION':22}{'DOCS':>10}  CREATED")
+    for g in generations:
+        print(f"{'*' if g.live else '':2}{g.name:22}{g.docs:>10}  {g.created_at}")
+    print(f"(* = live: the alias {backend.config.alias})")
+    return 0
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    from citetrace.embeddings import EmbeddingCache
+    from services.retrieval.core import RetrievalCore
+
+    extra = {"database_url": args.database_url} if args.database_url else {}
+    if args.keep is not None:
+        extra["opensearch_keep_generations"] = args.keep
+    settings = _settings(args, **extra)
+    backend = _backend(settings)
+    core = RetrievalCore(settings, backend=backend)
+    started = time.perf_counter()
+    try:
+        core.store.migrate()
+        core.embedder.warm_up()
+        core.cache = EmbeddingCache(settings.resolved_cache_path())
+        before = _guard(backend.live_generation)
+        count = _guard(lambda: core.rebuild_index(new_generation=True))
+        after = _guard(backend.live_generation)
+    finally:
+        core.close()
+    print(f"rebuilt {count} passages from {settings.resolved_database_url()} into generation {after} "
+          f"in {time.perf_counter() - started:.1f}s; live was {before or 'none'}")
+    return 0
+
+
+def run_switch(args: argparse.Namespace) -> int:
+    backend = _backend(_settings(args))
+    previous = _guard(lambda: backend.switch(args.generation))
+    print(f"live generation: {args.generation} (was {previous or 'none'})")
+    return 0
+
+
+def run_rollback(args: argparse.Namespace) -> int:
+    backend = _backend(_settings(args))
+    old, new = _guard(backend.rollback)
+    print(f"rolled back: live generation {new} (was {old or 'none'})")
+    return 0
