@@ -16,7 +16,13 @@ the corpus; the full-corpus ingestion figure is then a cached one. The honest co
 `ingestion_uncached` block: a sample of documents ingested through a second service whose cache
 starts empty, against the raw embedding throughput on the same sample.
 
-    .venv/bin/python bench/retrieval_bench.py [--backend embedded] [--data DIR] [--out FILE]
+With --backend opensearch (`make bench-retrieval BACKEND=opensearch`, which starts the local node),
+the full-corpus part runs on OpenSearch AND on the embedded backend in the same run, side by side
+("backends_side_by_side" in bench/results/retrieval-opensearch.json); the ingestion-throughput part
+runs on OpenSearch. Hosts: $CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS, else 127.0.0.1:$OPENSEARCH_PORT
+(9200). The run's indices (prefix bench-<pid>-) are deleted at the end.
+
+    .venv/bin/python bench/retrieval_bench.py [--backend embedded|opensearch] [--data DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -60,10 +66,32 @@ def progress(message: str) -> None:
     core.progress(message)
 
 
+#: OpenSearch indices of this run: bench-<pid>-<service data dir>-passages-<generation>, deleted after use.
+OPENSEARCH_PREFIX = f"bench-{os.getpid()}-"
+
+
+def opensearch_hosts() -> tuple[str, ...]:
+    hosts = os.environ.get("CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS")
+    if hosts:
+        return tuple(h.strip() for h in hosts.split(",") if h.strip())
+    return (f"http://127.0.0.1:{os.environ.get('OPENSEARCH_PORT', '9200')}",)
+
+
 def service_settings(backend: str, data_dir: Path, cache: Path) -> Settings:
+    extra = {}
+    if backend == "opensearch":
+        extra = dict(opensearch_hosts=opensearch_hosts(),
+                     opensearch_index_prefix=f"{OPENSEARCH_PREFIX}{data_dir.name.lower()}-",
+                     opensearch_timeout_seconds=60.0)
     return Settings(port=0, metrics_port=-1, data_dir=data_dir, backend=backend, embedding_cache_path=cache,
                     chunk_target_chars=HARD_LIMIT, chunk_hard_limit_chars=HARD_LIMIT, max_k=core.DEPTH,
-                    candidate_k=core.DEPTH, max_document_chars=HARD_LIMIT)
+                    candidate_k=core.DEPTH, max_document_chars=HARD_LIMIT, **extra)
+
+
+def drop_opensearch_indices(settings: Settings) -> None:
+    from services.retrieval.index.opensearch import OpenSearchBackend
+
+    OpenSearchBackend(settings.opensearch_config()).drop_all()
 
 
 def ingest_request(doc: dict) -> pb.IngestDocumentRequest:
@@ -130,19 +158,61 @@ def run_queries(stub, queries: dict, qids: list[str], mode: int, k: int, metadat
     return run, latencies
 
 
+def measure_backend(backend: str, args, data_dir: Path, corpus, queries, qids, test, auth, admin,
+                    reader) -> dict:
+    """Full-corpus ingestion through IngestDocument, then nDCG@10 / recall@100 and Search latency
+    in the three modes, on one backend."""
+    settings = service_settings(backend, data_dir, args.cache)
+    spec = build_spec(settings)
+    try:
+        with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
+            stub = pb_grpc.RetrievalServiceStub(channel)
+            cached_before = len(spec.servicer.core.cache)
+            progress(f"[{backend}] ingesting {len(corpus)} documents through IngestDocument "
+                     f"({cached_before} vectors cached)")
+            full = ingest(stub, corpus, admin, args.workers)
+            full["vectors_cached_before"] = cached_before
+            progress(f"[{backend}] ingested {full['docs']} in {full['seconds']:.1f}s ({full['docs_per_s']} docs/s)")
+
+            results = {}
+            for name, mode in MODES.items():
+                run, _ = run_queries(stub, queries, qids, mode, core.DEPTH, reader)
+                results[name] = core.evaluate(test, run)
+                progress(f"[{backend}] test {name}: nDCG@10={results[name]['ndcg@10']} "
+                         f"recall@100={results[name]['recall@100']}")
+            results["hybrid_gain_over_bm25"] = round(results["hybrid"]["ndcg@10"] - results["bm25"]["ndcg@10"], 4)
+
+            run_queries(stub, queries, qids[:30], pb.SEARCH_MODE_HYBRID, 10, reader)  # warm-up
+            latency = {}
+            for name, mode in MODES.items():
+                _, samples = run_queries(stub, queries, qids, mode, 10, reader)
+                latency[name] = core.percentiles(samples)
+            progress(f"[{backend}] Search RPC hybrid k=10: p50 {latency['hybrid']['p50_ms']} ms, "
+                     f"p95 {latency['hybrid']['p95_ms']} ms")
+            info = stub.Search(pb.SearchRequest(query="warm", k=1), timeout=10, metadata=reader).settings
+    finally:
+        if backend == "opensearch":
+            drop_opensearch_indices(settings)
+    return {"results": results, "latency": latency, "full": full, "info": info}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default=os.environ.get("BACKEND", "embedded"))
     parser.add_argument("--data", type=Path,
                         default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")))
     parser.add_argument("--cache", type=Path, default=Path(".citetrace/cache/embeddings.sqlite"))
-    parser.add_argument("--out", type=Path, default=Path("bench/results/retrieval.json"))
+    parser.add_argument("--out", type=Path, help="default bench/results/retrieval.json, "
+                        "or retrieval-<backend>.json for another backend")
     parser.add_argument("--sample", type=int, default=core.THROUGHPUT_SAMPLE,
                         help="documents for the uncached ingestion vs raw embedding comparison")
     parser.add_argument("--workers", type=int, default=2, help="concurrent IngestDocument calls")
     parser.add_argument("--limit", type=int, default=0,
                         help="smoke run: only the first N documents and 20 queries (numbers not comparable)")
     args = parser.parse_args()
+    if args.out is None:
+        suffix = "" if args.backend == "embedded" else f"-{args.backend}"
+        args.out = Path(f"bench/results/retrieval{suffix}.json")
 
     progress(f"loading SciFact from {args.data}")
     corpus, queries, _train, test = core.load_scifact(args.data)
@@ -167,8 +237,13 @@ def main() -> None:
         settings = service_settings(args.backend, tmp / "uncached", tmp / "uncached" / "embeddings.sqlite")
         with serving(build_spec(settings), auth) as runner, grpc.insecure_channel(runner.address) as channel:
             uncached = ingest(pb_grpc.RetrievalServiceStub(channel), sample, admin, args.workers)
+        if args.backend == "opensearch":
+            drop_opensearch_indices(settings)
         progress(f"uncached ingestion through IngestDocument: {uncached['docs_per_s']} docs/s")
-        bulk = ingest_bulk(service_settings(args.backend, tmp / "bulk", tmp / "bulk" / "embeddings.sqlite"), sample)
+        bulk_settings = service_settings(args.backend, tmp / "bulk", tmp / "bulk" / "embeddings.sqlite")
+        bulk = ingest_bulk(bulk_settings, sample)
+        if args.backend == "opensearch":
+            drop_opensearch_indices(bulk_settings)
         progress(f"uncached ingestion through the core's bulk path: {bulk['docs_per_s']} docs/s")
         raw_after = core.measure_throughput(raw_embedder, sample_texts)
         del raw_embedder
@@ -179,32 +254,14 @@ def main() -> None:
         progress(f"raw embedding {raw['docs_per_s']} docs/s (mean of before/after); IngestDocument "
                  f"{uncached['ratio_to_raw_embedding']:.0%}, bulk {bulk['ratio_to_raw_embedding']:.0%} of it")
 
-        # 2. The full corpus through the API (embedding cache shared across runs).
-        settings = service_settings(args.backend, tmp / "main", args.cache)
-        spec = build_spec(settings)
-        with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
-            stub = pb_grpc.RetrievalServiceStub(channel)
-            cached_before = len(spec.servicer.core.cache)
-            progress(f"ingesting {len(corpus)} documents through IngestDocument ({cached_before} vectors cached)")
-            full = ingest(stub, corpus, admin, args.workers)
-            full["vectors_cached_before"] = cached_before
-            progress(f"ingested {full['docs']} in {full['seconds']:.1f}s ({full['docs_per_s']} docs/s)")
-
-            results = {}
-            for name, mode in MODES.items():
-                run, _ = run_queries(stub, queries, qids, mode, core.DEPTH, reader)
-                results[name] = core.evaluate(test, run)
-                progress(f"test {name}: nDCG@10={results[name]['ndcg@10']} recall@100={results[name]['recall@100']}")
-            results["hybrid_gain_over_bm25"] = round(results["hybrid"]["ndcg@10"] - results["bm25"]["ndcg@10"], 4)
-
-            run_queries(stub, queries, qids[:30], pb.SEARCH_MODE_HYBRID, 10, reader)  # warm-up
-            latency = {}
-            for name, mode in MODES.items():
-                _, samples = run_queries(stub, queries, qids, mode, 10, reader)
-                latency[name] = core.percentiles(samples)
-            progress(f"Search RPC hybrid k=10: p50 {latency['hybrid']['p50_ms']} ms, "
-                     f"p95 {latency['hybrid']['p95_ms']} ms")
-            info = stub.Search(pb.SearchRequest(query="warm", k=1), timeout=10, metadata=reader).settings
+        # 2. The full corpus through the API (embedding cache shared across runs), for the backend
+        # asked for and, when it is OpenSearch, for the embedded backend too (side by side).
+        by_backend = {}
+        for backend in ([args.backend, "embedded"] if args.backend != "embedded" else [args.backend]):
+            by_backend[backend] = measure_backend(backend, args, tmp / f"main-{backend}", corpus, queries, qids,
+                                                test, auth, admin, reader)
+        results, latency, full, info = (by_backend[args.backend][key]
+                                        for key in ("results", "latency", "full", "info"))
 
     targets = {
         "bm25_ndcg@10>=0.67": results["bm25"]["ndcg@10"] >= 0.67,
@@ -234,6 +291,17 @@ def main() -> None:
                       "ingestion_full_corpus_grpc_cached": full},
         "targets_met": targets,
     }
+    if len(by_backend) > 1:
+        report["command"] = f"make bench-retrieval BACKEND={args.backend}"
+        report["backends_side_by_side"] = {
+            name: {"quality_test": m["results"], "search_latency_grpc_k10": m["latency"],
+                   "ingestion_full_corpus_grpc_cached": m["full"], "index_generation": m["info"].index_generation}
+            for name, m in by_backend.items()}
+        progress("side by side (nDCG@10 bm25 / vector / hybrid, hybrid p50 / p95 ms):")
+        for name, m in by_backend.items():
+            r, lat = m["results"], m["latency"]["hybrid"]
+            progress(f"  {name:10} {r['bm25']['ndcg@10']:.4f} / {r['vector']['ndcg@10']:.4f} / "
+                     f"{r['hybrid']['ndcg@10']:.4f}   {lat['p50_ms']} / {lat['p95_ms']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({"quality_test": results, "search_latency_grpc_k10": latency["hybrid"],
