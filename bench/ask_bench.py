@@ -1,0 +1,495 @@
+"""Ask latency and throughput (issue 10): the real gRPC stack against the same cores in one process.
+
+    make bench            (= .venv/bin/python bench/ask_bench.py --json bench/results/bench.json)
+
+1. The six services as processes (`citetrace up --detach` through the e2e harness, embedded
+   defaults, extractive generator), the synthetic sample corpus and slots, and SciFact ingested as
+   tenant `scifact` through the retrieval API (bench/retrieval_bench.py's request builder; the
+   retrieval process uses the retrieval bench's embedding cache, so a rerun embeds nothing new).
+2. A fixed mix of questions (the eval set's sample-tenant questions + SciFact test queries asked by
+   a `scifact` patient) at concurrency 1, 8 and 32, closed loop: p50/p95/p99 and asks/s, with a
+   per-stage breakdown from the difference of the citetrace_stage_duration_seconds and
+   citetrace_grpc_server_handling_seconds histograms scraped from every service's /metrics before
+   and after each level.
+3. The same questions through the same cores in this process, no gRPC: each service's servicer
+   built by its own build_spec() and warmed up, wired to the orchestrator core by direct calls
+   (retrieval and scheduler read the stack's databases; trace writes its own). Same levels, same
+   run; ratio microservices / in-process.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import datetime as dt  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests")]
+
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+import retrieval_bench  # noqa: E402
+import scifact_core  # noqa: E402
+from citetrace.kit.auth import Principal, bearer_metadata  # noqa: E402
+from citetrace.kit.context import call_context, current_principal  # noqa: E402
+from citetrace.kit.errors import NotFound  # noqa: E402
+from citetrace.kit.stack import BY_NAME, SERVICES  # noqa: E402
+from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb  # noqa: E402
+from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc  # noqa: E402
+from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb  # noqa: E402
+from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc  # noqa: E402
+from citetrace.trace.v1 import trace_service_pb2 as trace_pb  # noqa: E402
+from e2e.conftest import running_stack  # noqa: E402
+from eval.harness import load_cases  # noqa: E402
+from prometheus_client import REGISTRY, generate_latest  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+STAGE_METRICS = ("citetrace_stage_duration_seconds", "citetrace_grpc_server_handling_seconds")
+TARGETS = {"p50_ms_at_8": 40.0, "p95_ms_at_8": 100.0, "asks_per_s": 50.0, "overhead_ratio": 1.5}
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- questions ----------------------------------------------------------------------------------
+
+
+def question_mix(scifact_queries: list[str], seed: int = 10) -> list[tuple[str, tuple[str, ...], str]]:
+    """(tenant, roles, question): every eval case that reaches the normal stack, plus SciFact queries."""
+    mix = [(case.tenant, case.roles, case.question) for case in load_cases()
+           if not case.unavailable and not case.generator_fault and not case.location and not case.locale]
+    mix += [("scifact", ("patient",), q) for q in scifact_queries]
+    random.Random(seed).shuffle(mix)
+    return mix
+
+
+# -- load ----------------------------------------------------------------------------------------
+
+
+def closed_loop(ask, questions, concurrency: int, total: int) -> dict:
+    """`concurrency` workers ask questions[i % n] until `total` asks are done."""
+    latencies: list[float] = [0.0] * total
+    errors: list[str] = []
+    counter = iter(range(total))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            tenant, roles, question = questions[i % len(questions)]
+            started = time.perf_counter()
+            try:
+                ask(tenant, roles, question)
+            except Exception as err:  # noqa: BLE001 - counted and reported
+                errors.append(f"{type(err).__name__}: {str(err)[:120]}")
+            latencies[i] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        for future in [pool.submit(worker) for _ in range(concurrency)]:
+            future.result()
+    wall = time.perf_counter() - started
+    ms = np.array(latencies) * 1000
+    return {
+        "concurrency": concurrency, "asks": total, "errors": len(errors), "error_samples": errors[:3],
+        "seconds": round(wall, 2), "asks_per_s": round(total / wall, 1),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "p99_ms": round(float(np.percentile(ms, 99)), 1), "mean_ms": round(float(ms.mean()), 1),
+    }
+
+
+# -- stage histograms ------------------------------------------------------------------------------
+
+
+def parse_histograms(text: str) -> dict:
+    """{(metric, labels...): {"buckets": {le: count}, "sum": s, "count": n}} for STAGE_METRICS."""
+    out: dict = {}
+    for family in text_string_to_metric_families(text):
+        if family.name not in STAGE_METRICS:
+            continue
+        for sample in family.samples:
+            labels = dict(sample.labels)
+            le = labels.pop("le", None)
+            key = (family.name, labels.get("service", ""), labels.get("stage") or labels.get("method", ""))
+            entry = out.setdefault(key, {"buckets": {}, "sum": 0.0, "count": 0.0})
+            if sample.name.endswith("_bucket"):
+                entry["buckets"][float(le)] = sample.value
+            elif sample.name.endswith("_sum"):
+                entry["sum"] = sample.value
+            elif sample.name.endswith("_count"):
+                entry["count"] = sample.value
+    return out
+
+
+def scrape(urls: list[str]) -> dict:
+    merged: dict = {}
+    for url in urls:
+        if url == "in-process":
+            text = generate_latest(REGISTRY).decode()
+        else:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                text = reply.read().decode()
+        for key, entry in parse_histograms(text).items():
+            merged[key] = entry
+    return merged
+
+
+def _quantile(buckets: list[tuple[float, float]], count: float, q: float) -> float | None:
+    """Prometheus-style histogram_quantile (linear inside the bucket)."""
+    if count <= 0:
+        return None
+    rank, previous_le, previous = q * count, 0.0, 0.0
+    for le, cumulative in buckets:
+        if cumulative >= rank:
+            if le == float("inf"):
+                return previous_le
+            inside = cumulative - previous
+            return previous_le + (le - previous_le) * ((rank - previous) / inside if inside else 0)
+        previous_le, previous = le, cumulative
+    return previous_le
+
+
+def stage_breakdown(before: dict, after: dict, asks: int) -> list[dict]:
+    rows = []
+    for key, entry in after.items():
+        prior = before.get(key, {"buckets": {}, "sum": 0.0, "count": 0.0})
+        count = entry["count"] - prior["count"]
+        if count <= 0:
+            continue
+        total = entry["sum"] - prior["sum"]
+        buckets = sorted((le, c - prior["buckets"].get(le, 0.0)) for le, c in entry["buckets"].items())
+        p50, p95 = _quantile(buckets, count, 0.5), _quantile(buckets, count, 0.95)
+        metric, service, name = key
+        rows.append({
+            "kind": "stage" if metric == STAGE_METRICS[0] else "grpc_server",
+            "service": service, "name": name, "count": int(count),
+            "mean_ms": round(total / count * 1000, 2),
+            "per_ask_ms": round(total / asks * 1000, 2),
+            "p50_ms": None if p50 is None else round(p50 * 1000, 2),
+            "p95_ms": None if p95 is None else round(p95 * 1000, 2),
+        })
+    rows.sort(key=lambda row: (row["kind"], -row["per_ask_ms"]))
+    return rows
+
+
+# -- the stack over gRPC ---------------------------------------------------------------------------
+
+
+def ingest_scifact(stack, docs: list[dict], workers: int) -> dict:
+    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+        stub = ret_grpc.RetrievalServiceStub(channel)
+        admin = bearer_metadata(stack.token(retrieval_bench.TENANT, roles=("policy_admin",)))
+        return retrieval_bench.ingest(stub, docs, admin, workers)
+
+
+def grpc_asker(stack):
+    channel = grpc.insecure_channel(stack.target("orchestrator"))
+    stub = pb_grpc.OrchestratorServiceStub(channel)
+    tokens: dict = {}
+
+    def ask(tenant, roles, question):
+        key = (tenant, roles)
+        if key not in tokens:
+            tokens[key] = bearer_metadata(stack.token(tenant, roles))
+        return stub.Ask(pb.AskRequest(question=question), timeout=30, metadata=tokens[key])
+
+    return ask, channel
+
+
+# -- the same cores in one process -----------------------------------------------------------------
+
+
+class _Direct:
+    """Calls a servicer method as the server would, minus gRPC: same principal, same deadline."""
+
+    def __init__(self, servicer, methods: dict[str, str]) -> None:
+        self._servicer = servicer
+        for port_name, rpc in methods.items():
+            setattr(self, port_name, self._bind(getattr(servicer, rpc)))
+
+    @staticmethod
+    def _bind(method):
+        def invoke(request, timeout):
+            with call_context(current_principal(), None, timeout):
+                return method(request, None)
+        return invoke
+
+
+class _DirectPassageStore:
+    """The validator's reload through the retrieval servicer (RetrievalPassageStore without gRPC)."""
+
+    def __init__(self, retrieval) -> None:
+        self._retrieval = retrieval
+
+    def load(self, passage_ids, timeout):
+        from services.citation_validator.store import Loaded, stored_from_proto
+
+        found, not_found = {}, set()
+
+        def batch(ids):
+            try:
+                with call_context(current_principal(), None, timeout):
+                    reply = self._retrieval.GetPassages(ret_pb.GetPassagesRequest(passage_ids=ids), None)
+            except NotFound:
+                if len(ids) == 1:
+                    not_found.add(ids[0])
+                else:
+                    for pid in ids:
+                        batch([pid])
+                return
+            versions = {v.version_id: v for v in reply.versions}
+            for passage in reply.passages:
+                found[passage.identity.passage_id] = stored_from_proto(passage, versions.get(passage.identity.version_id))
+
+        ids = list(dict.fromkeys(passage_ids))
+        for start in range(0, len(ids), 50):
+            batch(ids[start:start + 50])
+        return Loaded(found, not_found)
+
+
+def build_in_process(stack_dir: Path, work: Path, cache: Path):
+    """Every service's servicer from its own build_spec(), warmed up, wired without gRPC."""
+    from citetrace.outbox import TraceOutbox
+
+    from services.citation_validator.servicer import build_spec as validator_spec
+    from services.citation_validator.settings import Settings as ValidatorSettings
+    from services.generation.servicer import build_spec as generation_spec
+    from services.generation.settings import Settings as GenerationSettings
+    from services.orchestrator.core.pipeline import Orchestrator, PipelineSettings
+    from services.orchestrator.core.router import load_lexicon
+    from services.orchestrator.core.scope import load_policy
+    from services.orchestrator.servicer import OrchestratorServicer
+    from services.orchestrator.settings import Settings as OrchestratorSettings
+    from services.retrieval.servicer import build_spec as retrieval_spec
+    from services.retrieval.settings import Settings as RetrievalSettings
+    from services.scheduler_gateway.servicer import build_spec as scheduler_spec
+    from services.scheduler_gateway.settings import Settings as SchedulerSettings
+    from services.trace.servicer import build_spec as trace_spec
+    from services.trace.settings import Settings as TraceSettings
+
+    retrieval = retrieval_spec(RetrievalSettings(port=0, metrics_port=-1, data_dir=stack_dir,
+                                                 embedding_cache_path=cache)).servicer
+    scheduler = scheduler_spec(SchedulerSettings(port=0, metrics_port=-1, data_dir=stack_dir)).servicer
+    generation = generation_spec(GenerationSettings(port=0, metrics_port=-1)).servicer
+    validator = validator_spec(ValidatorSettings(port=0, metrics_port=-1)).servicer
+    trace = trace_spec(TraceSettings(port=0, metrics_port=-1, data_dir=work / "trace",
+                                     retention_interval_seconds=0)).servicer
+    servicers = [retrieval, scheduler, generation, validator, trace]
+    for servicer in servicers:
+        if hasattr(servicer, "warm_up"):
+            servicer.warm_up()
+    validator.validator.store = _DirectPassageStore(retrieval)
+
+    def deliver(record):
+        with call_context(Principal(record.tenant_id, "orchestrator", ("service",)), None, 5.0):
+            trace.RecordTrace(trace_pb.RecordTraceRequest(record=record), None)
+
+    class Sink:
+        def __init__(self) -> None:
+            self.outbox = TraceOutbox(work / "outbox.sqlite", deliver)
+
+        def submit(self, record):
+            return bool(self.outbox.submit(record))
+
+    s = OrchestratorSettings(port=0, metrics_port=-1, data_dir=work)
+    load_policy()
+    load_lexicon()
+    sink = Sink()
+    sink.outbox.start()
+    orchestrator = OrchestratorServicer(s, None)
+    # The servicer's own warm_up() builds the same Orchestrator with gRPC adapters; here the ports
+    # are direct calls and everything else is the settings' defaults, as in warm_up().
+    orchestrator._core = Orchestrator(
+        _Direct(scheduler, {"list_locations": "ListLocations", "find_slots": "FindSlots"}),
+        _Direct(retrieval, {"search": "Search", "get_passages": "GetPassages"}),
+        _Direct(generation, {"generate": "Generate"}),
+        _Direct(validator, {"validate": "Validate"}),
+        sink,
+        PipelineSettings(
+            search_k=s.search_k, max_passages=s.context_max_passages, max_chars=s.context_max_chars,
+            max_regenerations=s.max_regenerations, call_timeout_seconds=s.call_timeout_seconds,
+            default_deadline_seconds=s.default_deadline_seconds, trace_reserve_seconds=s.trace_reserve_seconds,
+            conflict_top_n=s.conflict_top_n, horizon_days=s.slot_horizon_days, slot_page_size=s.slot_page_size,
+            locations_cache_seconds=s.locations_cache_seconds, max_workers=s.part_workers,
+        ),
+    )
+
+    # As in a served process: a tracer provider, and one server span per Ask (the trace ID of the
+    # answer and of its trace record comes from it).
+    from citetrace.kit.telemetry import setup_tracing
+    from opentelemetry import trace as otel_trace
+
+    setup_tracing("citetrace-bench-in-process")
+    tracer = otel_trace.get_tracer("citetrace.bench")
+
+    def ask(tenant, roles, question):
+        with tracer.start_as_current_span("/citetrace.orchestrator.v1.OrchestratorService/Ask",
+                                          kind=otel_trace.SpanKind.SERVER), \
+                call_context(Principal(tenant, f"bench-{tenant}", tuple(roles)), None, 30.0):
+            return orchestrator.Ask(pb.AskRequest(question=question), None)
+
+    def close():
+        orchestrator._core.close()
+        sink.outbox.stop()
+        for servicer in servicers:
+            if hasattr(servicer, "close"):
+                servicer.close()
+
+    return ask, close
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+def run_levels(name: str, ask, questions, levels: list[int], asks_per_level: dict[int, int], urls: list[str]) -> list:
+    rows = []
+    for concurrency in levels:
+        total = asks_per_level[concurrency]
+        before = scrape(urls)
+        load_before = os.getloadavg()[0]
+        row = closed_loop(ask, questions, concurrency, total)
+        row["load_average_1m"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
+        row["stages"] = stage_breakdown(before, scrape(urls), total)
+        progress(f"{name} c={concurrency}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, p99 {row['p99_ms']} ms, "
+                 f"{row['asks_per_s']} asks/s, {row['errors']} errors")
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "bench.json")
+    parser.add_argument("--data", type=Path,
+                        default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")))
+    parser.add_argument("--cache", type=Path, default=REPO / ".citetrace" / "cache" / "embeddings.sqlite",
+                        help="embedding cache shared with make bench-retrieval")
+    parser.add_argument("--scifact-docs", type=int, default=1000,
+                        help="SciFact documents ingested as tenant scifact (0 = all 5,183)")
+    parser.add_argument("--scifact-queries", type=int, default=100, help="SciFact test queries in the mix")
+    parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--asks", type=int, default=240, help="asks per concurrency level (x2 at 32)")
+    parser.add_argument("--ingest-workers", type=int, default=2)
+    args = parser.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    asks_per_level = {c: args.asks * (2 if c >= 32 else 1) for c in levels}
+    args.cache = args.cache.resolve()
+    args.cache.parent.mkdir(parents=True, exist_ok=True)
+    # The stack's retrieval process embeds through the retrieval bench's cache.
+    os.environ["CITETRACE_RETRIEVAL_EMBEDDING_CACHE_PATH"] = str(args.cache)
+
+    corpus, queries, _train, test = scifact_core.load_scifact(args.data)
+    docs = corpus if args.scifact_docs <= 0 else corpus[: args.scifact_docs]
+    doc_ids = {d["_id"] for d in docs}
+    # Test queries whose relevant documents are in the ingested subset first (a realistic hit).
+    qids = sorted(test, key=lambda q: (not set(test[q]) & doc_ids, q))[: args.scifact_queries]
+    questions = question_mix([queries[q] for q in qids])
+    progress(f"{len(questions)} questions ({sum(t == 'scifact' for t, _, _ in questions)} SciFact), "
+             f"{len(docs)} SciFact documents")
+
+    result: dict = {
+        "benchmark": "Ask over the real gRPC stack vs the same cores in one process",
+        "command": "make bench",
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
+        "stack": "six services as processes (citetrace up --detach), embedded index, SQLite, extractive generator",
+        "corpus": {"sample_tenants": ["acme-health", "borealis-clinics", "cedar-care"],
+                   "scifact_tenant_docs": len(docs), "scifact_docs_total": len(corpus)},
+        "questions": {"total": len(questions), "scifact": sum(t == "scifact" for t, _, _ in questions),
+                      "sample": sum(t != "scifact" for t, _, _ in questions)},
+        "asks_per_level": {str(c): n for c, n in asks_per_level.items()},
+    }
+    with tempfile.TemporaryDirectory(prefix="citetrace-ask-bench-") as tmp:
+        tmp = Path(tmp)
+        with running_stack(tmp / "stack") as stack:
+            progress(f"ingesting {len(docs)} SciFact documents as tenant scifact through IngestDocument")
+            result["scifact_ingest"] = ingest_scifact(stack, docs, args.ingest_workers)
+            progress(f"ingested in {result['scifact_ingest']['seconds']}s "
+                     f"({result['scifact_ingest']['docs_per_s']} docs/s)")
+            urls = [f"http://127.0.0.1:{BY_NAME[s.name].metrics_port + stack.offset}/metrics" for s in SERVICES]
+            ask, channel = grpc_asker(stack)
+            closed_loop(ask, questions, 4, min(len(questions), 120))  # warm-up: caches, channels, JIT paths
+            result["microservices"] = run_levels("grpc", ask, questions, levels, asks_per_level, urls)
+            channel.close()
+
+            progress("building the same cores in this process")
+            in_ask, close = build_in_process(tmp / "stack", tmp / "in-process", args.cache)
+            try:
+                closed_loop(in_ask, questions, 4, min(len(questions), 120))
+                result["in_process"] = run_levels("in-process", in_ask, questions, levels, asks_per_level,
+                                                  ["in-process"])
+            finally:
+                close()
+
+    ratios = []
+    for micro, local in zip(result["microservices"], result["in_process"], strict=True):
+        ratios.append({
+            "concurrency": micro["concurrency"],
+            "p50_ratio": round(micro["p50_ms"] / local["p50_ms"], 2),
+            "p95_ratio": round(micro["p95_ms"] / local["p95_ms"], 2),
+            "throughput_ratio": round(local["asks_per_s"] / micro["asks_per_s"], 2),
+        })
+    result["overhead_microservices_over_in_process"] = ratios
+    at8 = next((row for row in result["microservices"] if row["concurrency"] == 8), None)
+    ratio8 = next((row for row in ratios if row["concurrency"] == 8), None)
+    best = max(row["asks_per_s"] for row in result["microservices"])
+    result["targets"] = {
+        "p50_ms_at_8<=40": None if at8 is None else {"value": at8["p50_ms"], "met": at8["p50_ms"] <= 40.0},
+        "p95_ms_at_8<=100": None if at8 is None else {"value": at8["p95_ms"], "met": at8["p95_ms"] <= 100.0},
+        "asks_per_s>=50": {"value": best, "met": best >= 50.0},
+        "overhead_ratio_p50_at_8<=1.5": None if ratio8 is None else
+        {"value": ratio8["p50_ratio"], "met": ratio8["p50_ratio"] <= 1.5},
+    }
+    if at8:
+        result["where_time_goes_at_8"] = [
+            {"stage": f"{row['service']}/{row['name']}", "per_ask_ms": row["per_ask_ms"], "mean_ms": row["mean_ms"]}
+            for row in at8["stages"] if row["kind"] == "stage" and row["name"] != "orchestrator.ask"][:6]
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(report(result))
+    progress(f"wrote {args.json}")
+    return 0
+
+
+def report(result: dict) -> str:
+    lines = [f"cores: {result['machine']['cores']}; questions: {result['questions']}; "
+             f"SciFact docs: {result['corpus']['scifact_tenant_docs']}",
+             f"{'mode':<12} {'conc':>4} {'asks':>5} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'asks/s':>8} {'err':>4}"]
+    for mode in ("microservices", "in_process"):
+        for row in result[mode]:
+            lines.append(f"{mode:<12} {row['concurrency']:>4} {row['asks']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} "
+                         f"{row['p99_ms']:>8} {row['asks_per_s']:>8} {row['errors']:>4}")
+    for row in result["overhead_microservices_over_in_process"]:
+        lines.append(f"ratio microservices/in-process at c={row['concurrency']}: p50 x{row['p50_ratio']}, "
+                     f"p95 x{row['p95_ratio']}, throughput x{row['throughput_ratio']}")
+    at8 = next((row for row in result["microservices"] if row["concurrency"] == 8), None)
+    if at8:
+        lines.append("stages at c=8 over gRPC (mean ms per call, ms per ask):")
+        for stage in at8["stages"]:
+            lines.append(f"  {stage['kind']:<11} {stage['service']:<19} {stage['name']:<34} n={stage['count']:<5} "
+                         f"mean {stage['mean_ms']:>7} p95 {stage['p95_ms']!s:>7} per-ask {stage['per_ask_ms']:>7}")
+    for name, target in result["targets"].items():
+        if target:
+            lines.append(f"target {name}: {target['value']} -> {'met' if target['met'] else 'MISSED'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+# Ask benchmark (issue 10): latency (p50/p95/p99) and asks/s at concurrency 1, 8, 32 over the real
+# gRPC stack (six processes, embedded defaults, extractive generator; sample corpus + SciFact as
+# tenant `scifact`), per-stage breakdown from the services' /metrics histograms, and the same
+# questions through the same cores in one process. JSON: bench/results/bench.json.
+# BENCH_SCIFACT_DOCS=0 ingests all 5,183 SciFact documents (default: the first 1,000).
+BENCH_SCIFACT_DOCS ?= 1000
+BENCH_ASKS ?= 240
+
+.PHONY: bench
+
+bench: setup
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/ask_bench.py --scifact-docs $(BENCH_SCIFACT_DOCS) --asks $(BENCH_ASKS) \
+		--json bench/results/bench.json
