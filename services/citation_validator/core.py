@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from citetrace import claimtext
-from citetrace.kit.metrics import CITATION_FAILURES
+from citetrace.kit.metrics import record_citation_failure
 from citetrace.kit.telemetry import stage
 
 from services.citation_validator import support as support_mod
@@ -200,12 +200,12 @@ class Validator:
             span.set_attribute("citetrace.findings", len(result.findings) + sum(len(c.findings) for c in result.claims))
             span.set_attribute("citetrace.withheld", sum(1 for c in result.claims if c.withheld))
         for finding in result.findings:
-            CITATION_FAILURES.labels(reason=finding.reason).inc()
+            record_citation_failure(finding.reason)
         for claim in result.claims:
             for finding in claim.findings:
-                CITATION_FAILURES.labels(reason=finding.reason).inc()
+                record_citation_failure(finding.reason)
             if claim.support == UNSUPPORTED:
-                CITATION_FAILURES.labels(reason=UNSUPPORTED_CLAIM).inc()
+                record_citation_failure(UNSUPPORTED_CLAIM)
         return result
 
     # -- the checks --------------------------------------------------------------------------

@@ -86,7 +86,16 @@ def test_version_and_span_digest_mismatch(validate, world):
     assert reply.claims[0].withheld
     edited_digest = world.offered("val-arrival")
     edited_digest[0].passage.identity.content_sha256 = hashlib.sha256(b"something else").hexdigest()
+    before = _digest_failures()
     assert reasons(validate([claim("c1", ARRIVE, "S1")], edited_digest).claims[0]) == ["SPAN_DIGEST_MISMATCH"]
+    assert _digest_failures() == before + 1  # feeds the digest-failure alert
+
+
+def _digest_failures() -> float:
+    from prometheus_client import REGISTRY
+
+    labels = {"service": "citation_validator", "kind": "passage_span"}
+    return REGISTRY.get_sample_value("citetrace_digest_failures_total", labels) or 0.0
 
 
 def test_authority_mismatch_provider_profile_cannot_establish_a_cancellation_term(validate, world):
