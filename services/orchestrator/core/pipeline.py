@@ -611,7 +611,8 @@ class Orchestrator:
         s = self.settings
         intent = INTENT_ENUM[plan.intent]
         question = " ".join(plan.clauses)
-        feedback: list[gen_pb.ClaimFeedback] = []
+        # Cumulative: a claim rejected in any earlier attempt must not come back in a later one.
+        feedback: dict[str, gen_pb.ClaimFeedback] = {}
         best: tuple[int, int, gen_pb.GenerateResponse, cv_pb.ValidateResponse, list[c_pb.LabelledPassage]] | None = None
         generation_record = out.record.generation
         for attempt in range(1, s.max_regenerations + 2):
@@ -620,7 +621,7 @@ class Orchestrator:
                                        gen_pb.GenerateRequest(
                                            question=question, intent=intent, passages=offered,
                                            budget=gen_pb.ContextBudget(max_passages=s.max_passages, max_chars=s.max_chars),
-                                           feedback=feedback, attempt=attempt),
+                                           feedback=list(feedback.values()), attempt=attempt),
                                        deadline, out.timings)
             except DomainError as err:
                 if best is None:
@@ -658,8 +659,8 @@ class Orchestrator:
                 best = (factual_shown, attempt, generated, validated, given)
             if validated.passed and len(shown) == len(generated.claims):
                 break
-            feedback = [self._feedback(claim, by_claim.get(claim.claim_id)) for claim in generated.claims
-                        if claim.claim_id not in shown]
+            feedback.update((claim.claim_id, self._feedback(claim, by_claim.get(claim.claim_id)))
+                            for claim in generated.claims if claim.claim_id not in shown)
         if best is None:
             self._abstain(out, plan, hits)
             return
