@@ -28,6 +28,7 @@ from citetrace.kit.telemetry import set_attributes, stage
 
 from services.retrieval.chunker import MarkdownChunker, normalize_text
 from services.retrieval.index import (
+    BM25Settings,
     EmbeddedIndex,
     FusionSettings,
     IndexedPassage,
@@ -169,7 +170,7 @@ def make_backend(settings: Settings) -> SearchBackend:
     """The search backend named by settings.backend (the OpenSearch issue adds its branch here).
     The index is derived data: whatever the backend, warm-up rebuilds it from the store of record."""
     if settings.backend == "embedded":
-        return EmbeddedIndex()
+        return EmbeddedIndex(bm25=BM25Settings(k1=settings.bm25_k1, b=settings.bm25_b))
     if settings.backend == "opensearch":
         from services.retrieval.index.opensearch import OpenSearchBackend
 

@@ -121,7 +121,8 @@ def test_hits_carry_labels_scores_ranks_and_the_settings_used(svc, world):
     for h in reply.hits:
         assert h.passage.identity.content_sha256 and h.passage.text
     s = reply.settings
-    assert (s.backend, s.k, s.fusion_method, s.rrf_k) == ("embedded", 4, "rrf", 60)
+    assert (s.backend, s.k, s.fusion_method, s.rrf_k) == ("embedded", 4, "zscore", 60)
+    assert (s.lexical_weight, s.vector_weight, s.candidate_k) == (0.55, 0.45, 100)
     assert s.embedding_model_id.startswith("all-MiniLM-L6-v2")
     assert s.index_generation.startswith("embedded:")
     assert s.filters.tenant_id == "scope-a" and list(s.filters.roles) == ["patient"]
