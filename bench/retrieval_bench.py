@@ -187,8 +187,16 @@ def measure_backend(backend: str, args, data_dir: Path, corpus, queries, qids, t
             for name, mode in MODES.items():
                 _, samples = run_queries(stub, queries, qids, mode, 10, reader)
                 latency[name] = core.percentiles(samples)
+            # The model alone on the same queries, same moment: what the RPC adds on top of it.
+            embedder, samples = spec.servicer.core.embedder, []
+            for q in qids:
+                started = time.perf_counter()
+                embedder.embed([queries[q]])
+                samples.append(time.perf_counter() - started)
+            latency["query_embedding_only_in_process"] = core.percentiles(samples)
             progress(f"[{backend}] Search RPC hybrid k=10: p50 {latency['hybrid']['p50_ms']} ms, "
-                     f"p95 {latency['hybrid']['p95_ms']} ms")
+                     f"p95 {latency['hybrid']['p95_ms']} ms (query embedding alone: p50 "
+                     f"{latency['query_embedding_only_in_process']['p50_ms']} ms)")
             info = stub.Search(pb.SearchRequest(query="warm", k=1), timeout=10, metadata=reader).settings
     finally:
         if backend == "opensearch":
