@@ -46,7 +46,10 @@ def scope(**overrides) -> ScopeFilter:
 
 def search(backend, text="arrive early", *, vector=E0, k=10, mode="hybrid", **filter_and_fusion) -> list:
     fusion_keys = {"method", "rrf_k", "lexical_weight", "vector_weight", "candidate_k"}
-    fusion = FusionSettings(mode=mode, **{k_: v for k_, v in filter_and_fusion.items() if k_ in fusion_keys})
+    # Explicit RRF with equal weights unless a test says otherwise: the library defaults may be retuned.
+    fusion_args = {"method": "rrf", "lexical_weight": 1.0, "vector_weight": 1.0, "mode": mode}
+    fusion_args.update({k_: v for k_, v in filter_and_fusion.items() if k_ in fusion_keys})
+    fusion = FusionSettings(**fusion_args)
     filters = {k_: v for k_, v in filter_and_fusion.items() if k_ not in fusion_keys}
     return backend.search(SearchQuery(text, vector, scope(**filters), k, fusion))
 
