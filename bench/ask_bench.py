@@ -43,6 +43,7 @@ import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 import retrieval_bench  # noqa: E402
 import scifact_core  # noqa: E402
+from citetrace.cli.common import read_state  # noqa: E402
 from citetrace.kit.auth import Principal, bearer_metadata  # noqa: E402
 from citetrace.kit.context import call_context, current_principal  # noqa: E402
 from citetrace.kit.errors import NotFound  # noqa: E402
@@ -358,17 +359,45 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path):
 # -- main ----------------------------------------------------------------------------------------
 
 
-def run_levels(name: str, ask, questions, levels: list[int], asks_per_level: dict[int, int], urls: list[str]) -> list:
+def process_cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def run_levels(name: str, ask, questions, levels: list[int], asks_per_level: dict[int, int], urls: list[str],
+               server_pids: dict[str, int] | None = None) -> list:
+    """server_pids: the service processes (their CPU is the server side; this process is the client).
+    None: everything runs in this process (its CPU is server and client together)."""
     rows = []
     for concurrency in levels:
         total = asks_per_level[concurrency]
         before = scrape(urls)
         load_before = os.getloadavg()[0]
+        pids = server_pids or {}
+        per_before = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+        cpu_before = (sum(per_before.values()), own_cpu_seconds())
         row = closed_loop(ask, questions, concurrency, total)
+        per_after = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+        cpu_after = (sum(per_after.values()), own_cpu_seconds())
+        server_cpu = cpu_after[0] - cpu_before[0] if server_pids else cpu_after[1] - cpu_before[1]
+        row["cpu_ms_per_ask"] = {
+            "by_service": {name: round((per_after[name] - per_before[name]) / total * 1000, 2) for name in pids},
+            "server": round(server_cpu / total * 1000, 2),
+            "client": round((cpu_after[1] - cpu_before[1]) / total * 1000, 2) if server_pids else None,
+            # What the CPU alone allows on this machine's cores if nothing else ran on them.
+            "cpu_bound_asks_per_s": round((os.cpu_count() or 1) / (server_cpu / total), 1) if server_cpu else None,
+        }
         row["load_average_1m"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
         row["stages"] = stage_breakdown(before, scrape(urls), total)
         progress(f"{name} c={concurrency}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, p99 {row['p99_ms']} ms, "
-                 f"{row['asks_per_s']} asks/s, {row['errors']} errors")
+                 f"{row['asks_per_s']} asks/s, {row['errors']} errors, server CPU {row['cpu_ms_per_ask']['server']} "
+                 f"ms/ask, load {row['load_average_1m']['before']}")
         rows.append(row)
     return rows
 
@@ -426,7 +455,8 @@ def main() -> int:
             urls = [f"http://127.0.0.1:{BY_NAME[s.name].metrics_port + stack.offset}/metrics" for s in SERVICES]
             ask, channel = grpc_asker(stack)
             closed_loop(ask, questions, 4, min(len(questions), 120))  # warm-up: caches, channels, JIT paths
-            result["microservices"] = run_levels("grpc", ask, questions, levels, asks_per_level, urls)
+            pids = {name: entry["pid"] for name, entry in read_state(tmp / "stack").get("services", {}).items()}
+            result["microservices"] = run_levels("grpc", ask, questions, levels, asks_per_level, urls, pids)
             channel.close()
 
             progress("building the same cores in this process")
@@ -471,11 +501,13 @@ def main() -> int:
 def report(result: dict) -> str:
     lines = [f"cores: {result['machine']['cores']}; questions: {result['questions']}; "
              f"SciFact docs: {result['corpus']['scifact_tenant_docs']}",
-             f"{'mode':<12} {'conc':>4} {'asks':>5} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'asks/s':>8} {'err':>4}"]
+             f"{'mode':<13} {'conc':>4} {'asks':>5} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'asks/s':>8} {'err':>4} "
+             f"{'cpu ms/ask':>10} {'load1':>6}"]
     for mode in ("microservices", "in_process"):
         for row in result[mode]:
-            lines.append(f"{mode:<12} {row['concurrency']:>4} {row['asks']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} "
-                         f"{row['p99_ms']:>8} {row['asks_per_s']:>8} {row['errors']:>4}")
+            lines.append(f"{mode:<13} {row['concurrency']:>4} {row['asks']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} "
+                         f"{row['p99_ms']:>8} {row['asks_per_s']:>8} {row['errors']:>4} "
+                         f"{row['cpu_ms_per_ask']['server']:>10} {row['load_average_1m']['before']:>6}")
     for row in result["overhead_microservices_over_in_process"]:
         lines.append(f"ratio microservices/in-process at c={row['concurrency']}: p50 x{row['p50_ratio']}, "
                      f"p95 x{row['p95_ratio']}, throughput x{row['throughput_ratio']}")
