@@ -254,12 +254,21 @@ def main() -> None:
             drop_opensearch_indices(bulk_settings)
         progress(f"uncached ingestion through the core's bulk path: {bulk['docs_per_s']} docs/s")
         raw_after = core.measure_throughput(raw_embedder, sample_texts)
+        # The same texts one at a time (the service's embedding_batch_size default): the ratio below is
+        # taken against the FASTER of the two raw figures, so batching choices cannot flatter it.
+        started = time.perf_counter()
+        for text in sample_texts:
+            raw_embedder.embed([text])
+        raw_batch1 = round(len(sample_texts) / (time.perf_counter() - started), 2)
+        raw_batch16 = round((raw_before["docs_per_s"] + raw_after["docs_per_s"]) / 2, 2)
+        raw = {"docs": raw_before["docs"], "batch16_before": raw_before, "batch16_after": raw_after,
+               "batch16_docs_per_s": raw_batch16, "batch1_docs_per_s": raw_batch1,
+               "docs_per_s": max(raw_batch16, raw_batch1)}
         del raw_embedder
-        raw = {"docs": raw_before["docs"], "batch_size": 16, "before": raw_before, "after": raw_after,
-               "docs_per_s": round((raw_before["docs_per_s"] + raw_after["docs_per_s"]) / 2, 2)}
         for measured in (uncached, bulk):
             measured["ratio_to_raw_embedding"] = round(measured["docs_per_s"] / raw["docs_per_s"], 3)
-        progress(f"raw embedding {raw['docs_per_s']} docs/s (mean of before/after); IngestDocument "
+        progress(f"raw embedding {raw['docs_per_s']} docs/s (best of batch 16, mean of before/after, and "
+                 f"batch 1); IngestDocument "
                  f"{uncached['ratio_to_raw_embedding']:.0%}, bulk {bulk['ratio_to_raw_embedding']:.0%} of it")
 
         # 2. The full corpus through the API (embedding cache shared across runs), for the backend

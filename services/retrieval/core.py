@@ -238,9 +238,10 @@ class RetrievalCore:
             return count
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        batch = self.settings.embedding_batch_size
         if self.cache is None:
-            return self.embedder.embed(texts)
-        return self.cache.embed_cached(self.embedder, texts)
+            return self.embedder.embed(texts, batch_size=batch)
+        return self.cache.embed_cached(self.embedder, texts, batch_size=batch)
 
     def _index_version(self, version: VersionRecord, text: str, passages: list[PassageRecord],
                        vectors: np.ndarray | None = None) -> None:

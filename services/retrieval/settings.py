@@ -47,6 +47,9 @@ class Settings(ServerSettings):
     embedding_cache_path: Path | None = None
     # Truncation of passages and queries for the embedding model (the model allows 512).
     embedding_max_tokens: int = 256
+    # Texts per ONNX Runtime call when embedding passages. 1 measured fastest for 256-token passages
+    # on 2 cores (bench/results/retrieval.json, raw_embedding by batch size); queries are single texts.
+    embedding_batch_size: int = 1
     # Chunking: passages are packed up to the target; one unit (a rule with its exceptions, a
     # table with its header) is kept whole up to the hard limit, then split (sentences / rows).
     chunk_target_chars: int = 700
@@ -76,6 +79,7 @@ class Settings(ServerSettings):
         require(self.fusion_method in FUSION_METHODS,
                 f"fusion_method must be one of {', '.join(FUSION_METHODS)}, got {self.fusion_method!r}")
         require(1 <= self.embedding_max_tokens <= 512, "embedding_max_tokens must be in 1..512")
+        require(1 <= self.embedding_batch_size <= 256, "embedding_batch_size must be in 1..256")
         require(self.sqlite_synchronous in ("FULL", "NORMAL"), "sqlite_synchronous must be FULL or NORMAL")
         require(self.chunk_target_chars >= 50, "chunk_target_chars must be >= 50")
         require(self.chunk_hard_limit_chars >= self.chunk_target_chars,
