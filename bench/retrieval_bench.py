@@ -77,10 +77,15 @@ def opensearch_hosts() -> tuple[str, ...]:
     return (f"http://127.0.0.1:{os.environ.get('OPENSEARCH_PORT', '9200')}",)
 
 
+#: Fusion overrides from the command line (--fusion-method, --lexical-weight, --vector-weight);
+#: empty = the service's defaults.
+FUSION_OVERRIDES: dict = {}
+
+
 def service_settings(backend: str, data_dir: Path, cache: Path) -> Settings:
-    extra = {}
+    extra = dict(FUSION_OVERRIDES)
     if backend == "opensearch":
-        extra = dict(opensearch_hosts=opensearch_hosts(),
+        extra |= dict(opensearch_hosts=opensearch_hosts(),
                      opensearch_index_prefix=f"{OPENSEARCH_PREFIX}{data_dir.name.lower()}-",
                      opensearch_timeout_seconds=60.0)
     return Settings(port=0, metrics_port=-1, data_dir=data_dir, backend=backend, embedding_cache_path=cache,
@@ -217,7 +222,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="concurrent IngestDocument calls")
     parser.add_argument("--limit", type=int, default=0,
                         help="smoke run: only the first N documents and 20 queries (numbers not comparable)")
+    parser.add_argument("--fusion-method", choices=("rrf", "minmax", "zscore"),
+                        help="fusion of the service under test (default: the service's default)")
+    parser.add_argument("--lexical-weight", type=float, help="(default: the service's default)")
+    parser.add_argument("--vector-weight", type=float, help="(default: the service's default)")
     args = parser.parse_args()
+    for name in ("fusion_method", "lexical_weight", "vector_weight"):
+        if getattr(args, name) is not None:
+            FUSION_OVERRIDES[name] = getattr(args, name)
     if args.out is None:
         suffix = "" if args.backend == "embedded" else f"-{args.backend}"
         args.out = Path(f"bench/results/retrieval{suffix}.json")
@@ -309,7 +321,10 @@ def main() -> None:
         "targets_met": targets,
     }
     if len(by_backend) > 1:
-        report["command"] = f"make bench-retrieval BACKEND={args.backend}"
+        report["command"] = f"make bench-retrieval BACKEND={args.backend}" + (
+            f" BENCH_ARGS='--fusion-method {args.fusion_method} --lexical-weight {args.lexical_weight} "
+            f"--vector-weight {args.vector_weight}'" if FUSION_OVERRIDES else "")
+        report["fusion_overrides"] = FUSION_OVERRIDES
         report["backends_side_by_side"] = {
             name: {"quality_test": m["results"], "search_latency_grpc_k10": m["latency"],
                    "ingestion_full_corpus_grpc_cached": m["full"], "index_generation": m["info"].index_generation}
