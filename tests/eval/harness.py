@@ -117,6 +117,8 @@ class PassageInfo:
     status: str
     text: str
     anchor: str = ""
+    intents: tuple[str, ...] = ()
+    location_scope: tuple[str, ...] = ()
 
 
 def ingest_for_gold(stack: Stack, corpus: Path = CORPUS) -> dict[str, PassageInfo]:
@@ -132,7 +134,8 @@ def ingest_for_gold(stack: Stack, corpus: Path = CORPUS) -> dict[str, PassageInf
             for ident in reply.passages:
                 passages[ident.passage_id] = PassageInfo(ident.passage_id, source.tenant, source.document_id,
                                                          ident.version_id, source.status,
-                                                         text[ident.start:ident.end], ident.source_anchor)
+                                                         text[ident.start:ident.end], ident.source_anchor,
+                                                         tuple(source.intents), tuple(source.location_scope))
     return passages
 
 
@@ -168,6 +171,8 @@ class Observation:
     cited: set[str]  # passage IDs shown to the caller (claims and conflicts)
     claims: list[dict]  # {shown, support, cited: [...], factual}
     error: str = ""
+    searched_intents: tuple[str, ...] = ()  # the intent filter of the part's Search (empty: none)
+    searched: bool = False
 
 
 def _part_for(case: Case, response) -> tuple[object, int]:
@@ -217,7 +222,8 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
     return Observation(
         case, prefix + OUTCOME_OF.get(part.outcome, c.PartOutcome.Name(part.outcome)), r.PartKind.Name(part.kind),
         [h.passage.identity.passage_id for h in hits], {h.passage.identity.tenant_id for h in hits},
-        prec.generation.passages_offered, prec.generation.chars_offered, cited, claims, prec.error)
+        prec.generation.passages_offered, prec.generation.chars_offered, cited, claims, prec.error,
+        tuple(prec.retrieval.settings.filters.intents), prec.HasField("retrieval"))
 
 
 # -- scoring -------------------------------------------------------------------------------------
@@ -249,6 +255,7 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
     gold_version_ranks: list[int] = []
     gold_passage_ranks: list[int] = []
     covered_missed: list[str] = []
+    missed_by_cause = collections.Counter({"not_searched": 0, "intent_filter": 0, "ranking": 0})
     claims_needing, claims_cited = 0, 0
     shown_factual, shown_relevant = 0, 0
     support_agree, support_total = 0, 0
@@ -290,6 +297,17 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
                 gold_passage_ranks.append(ranks[0])
             else:
                 covered_missed.append(case.id)
+                # Why: no Search at all (routed to a part without retrieval), a Search whose intent
+                # filter excludes every gold document (routing), or the retriever ranked it out.
+                gold_intents = {i for p in gold for i in passages[p].intents}
+                if not ob.searched:
+                    cause = "not_searched"
+                elif ob.searched_intents and not gold_intents & set(ob.searched_intents):
+                    cause = "intent_filter"
+                else:
+                    cause = "ranking"
+                missed_by_cause[cause] += 1
+                row["missed_cause"] = cause
             row["gold_rank"] = ranks[0] if ranks else None
             gold_cited[1] += 1
             gold_cited[0] += bool(ob.cited & gold)
@@ -329,6 +347,7 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
         "mean_rank_gold_version": ratio(sum(gold_version_ranks), len(gold_version_ranks)),
         "mean_rank_gold_passage": ratio(sum(gold_passage_ranks), len(gold_passage_ranks)),
         "covered_question_missed": ratio(len(covered_missed), recall[RECALL_KS[0]][1]),
+        "covered_question_missed_by_cause": dict(missed_by_cause),
         "gold_cited": ratio(*gold_cited),
         "citation_completeness": ratio(claims_cited, claims_needing),
         "support_correctness": ratio(support_agree, support_total),
@@ -447,6 +466,8 @@ def table(result: dict) -> str:
                      row["citation_coverage"]))
     width = max(len(label) for label, _ in rows)
     lines = [f"{label:<{width}}  {_fmt(value)}" for label, value in rows]
+    causes = ", ".join(f"{k} {v}" for k, v in m["covered_question_missed_by_cause"].items())
+    lines.append(f"covered question missed, by cause: {causes}")
     lines.append(f"context budget (default context_max_passages): {m['context_budget']['default_context_max_passages']}")
     failing = [f"  {row['id']}: expected {row['expect']}, got {row['actual']}" for row in result["cases"]
                if not row["ok"]]
