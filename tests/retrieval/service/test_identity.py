@@ -149,3 +149,26 @@ def test_the_bulk_path_stores_each_document_on_its_own(svc):
     assert stored == ["b1", "b3"]
     again = svc.core.ingest_many(admin, [cmd("b1", "First bulk text.")])
     assert again[0].created is False and again[0].version.version_id == results[0].version.version_id
+
+
+def test_a_bulk_batch_with_two_versions_of_one_document_supersedes_in_order(svc):
+    from datetime import UTC, datetime
+
+    from citetrace.kit.auth import Principal
+
+    from services.retrieval.core import IngestCommand
+    from services.retrieval.store.records import DocumentRecord
+
+    admin = Principal("t-bulk2", "loader", ("policy_admin",))
+
+    def cmd(text, year):
+        return IngestCommand(DocumentRecord("t-bulk2", "policy", "handbook", "Bulk doc", ""), text, None,
+                             datetime(year, 1, 1, tzinfo=UTC), None, ("patient",), (), ("other",), "en")
+
+    first, second = svc.core.ingest_many(admin, [cmd("Arrive 10 minutes early.", 2024),
+                                                 cmd("Arrive 20 minutes early.", 2025)])
+    assert [v.version_id for v in second.superseded] == [first.version.version_id]
+    now = [h.passage.identity.version_id for h in svc.search("t-bulk2", "arrive early").hits]
+    assert now == [second.version.version_id]
+    then = svc.search("t-bulk2", "arrive early", as_of=datetime(2024, 6, 1, tzinfo=UTC)).hits
+    assert [h.passage.identity.version_id for h in then] == [first.version.version_id]
