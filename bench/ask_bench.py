@@ -409,7 +409,7 @@ def main() -> int:
                         default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")))
     parser.add_argument("--cache", type=Path, default=REPO / ".citetrace" / "cache" / "embeddings.sqlite",
                         help="embedding cache shared with make bench-retrieval")
-    parser.add_argument("--scifact-docs", type=int, default=1000,
+    parser.add_argument("--scifact-docs", type=int, default=0,
                         help="SciFact documents ingested as tenant scifact (0 = all 5,183)")
     parser.add_argument("--scifact-queries", type=int, default=100, help="SciFact test queries in the mix")
     parser.add_argument("--levels", default="1,8,32")
