@@ -12,7 +12,7 @@ import pytest
 from citetrace.kit.errors import Unavailable
 from citetrace.kit.settings import SettingsError, load_settings
 
-from services.retrieval.index import FusionSettings, IndexedPassage, ScopeFilter, SearchQuery
+from services.retrieval.index import BM25Settings, FusionSettings, IndexedPassage, ScopeFilter, SearchQuery
 from services.retrieval.index.opensearch import UNAVAILABLE_REASON, OpenSearchBackend, scope_filter
 from services.retrieval.settings import PREFIX, Settings
 
@@ -59,7 +59,8 @@ def test_the_service_creates_the_mapping_by_the_index_rules(opensearch_backends)
     assert mapping["dynamic"] == "strict"
     settings = backend.client.indices.get_settings(index=index)[index]["settings"]["index"]
     assert settings["knn"] == "true" and settings["number_of_replicas"] == "0"
-    assert settings["similarity"]["default"] == {"type": "BM25", "k1": "0.9", "b": "0.4"}
+    bm25 = BM25Settings()  # the embedded backend's k1/b, the index's default similarity
+    assert settings["similarity"]["default"] == {"type": "BM25", "k1": str(bm25.k1), "b": str(bm25.b)}
     assert backend.client.cluster.health(index=index)["status"] == "green"  # replicas 0 on one node
 
 
