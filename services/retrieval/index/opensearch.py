@@ -167,7 +167,9 @@ def scope_filter(scope: ScopeFilter) -> list[dict]:
     else:
         clauses.append(_missing("roles"))
     if scope.location_ids:  # 6 (a caller naming no location is not restricted)
-        clauses.append(_either(_missing("location_scope"), {"terms": {"location_scope": list(scope.location_ids)}}))
+        clauses.append(
+            _either(_missing("location_scope"), {"terms": {"location_scope": list(scope.location_ids)}})
+        )
     if scope.intents:  # 7
         clauses.append({"terms": {"intents": list(scope.intents)}})
     if scope.locale is not None:  # 8
@@ -188,20 +190,37 @@ def index_body(config: OpenSearchConfig, generation: str) -> dict:
         },
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"citetrace": {"schema": SCHEMA_VERSION, "generation": generation,
-                                    "created_at": datetime.now(UTC).isoformat(timespec="seconds")}},
+            "_meta": {
+                "citetrace": {
+                    "schema": SCHEMA_VERSION,
+                    "generation": generation,
+                    "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                }
+            },
             "properties": {
-                "passage_id": keyword, "tenant_id": keyword, "document_id": keyword, "version_id": keyword,
-                "source_class": keyword, "roles": keyword, "location_scope": keyword, "intents": keyword,
-                "locale": keyword, "status": keyword,
+                "passage_id": keyword,
+                "tenant_id": keyword,
+                "document_id": keyword,
+                "version_id": keyword,
+                "source_class": keyword,
+                "roles": keyword,
+                "location_scope": keyword,
+                "intents": keyword,
+                "locale": keyword,
+                "status": keyword,
                 "text": {"type": "text", "analyzer": "english"},
                 "valid_from": {"type": "date_nanos"},
                 "valid_to": {"type": "date_nanos"},
                 "vector": {
-                    "type": "knn_vector", "dimension": config.dimension,
+                    "type": "knn_vector",
+                    "dimension": config.dimension,
                     # The engine must be named: the default (faiss) has no native library here.
-                    "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil",
-                               "parameters": {"m": 16, "ef_construction": 100}},
+                    "method": {
+                        "name": "hnsw",
+                        "engine": "lucene",
+                        "space_type": "cosinesimil",
+                        "parameters": {"m": 16, "ef_construction": 100},
+                    },
                 },
             },  # fmt: skip
         },
@@ -280,12 +299,20 @@ class OpenSearchBackend:
                 last = exc
             if attempt + 1 < attempts:
                 delay = self.config.retry_backoff_seconds * (2**attempt) * (0.5 + random.random())
-                log.warning("opensearch %s failed (%s); retry %d/%d in %.2fs", what, _short(last), attempt + 1,
-                            attempts - 1, delay)
+                log.warning(
+                    "opensearch %s failed (%s); retry %d/%d in %.2fs",
+                    what,
+                    _short(last),
+                    attempt + 1,
+                    attempts - 1,
+                    delay,
+                )
                 time.sleep(delay)
-        raise Unavailable(UNAVAILABLE_REASON,
-                          f"OpenSearch at {', '.join(self.config.hosts)} failed on {what} after {attempts} "
-                          f"attempts: {_short(last)}")
+        raise Unavailable(
+            UNAVAILABLE_REASON,
+            f"OpenSearch at {', '.join(self.config.hosts)} failed on {what} after {attempts} "
+            f"attempts: {_short(last)}",
+        )
 
     # -- generations ---------------------------------------------------------------------------
 
@@ -314,15 +341,26 @@ class OpenSearchBackend:
         while f"{stamp}-{counter:03d}" in existing:
             counter += 1
         generation = f"{stamp}-{counter:03d}"
-        self._call("create index", self.client.indices.create, index=self.config.index_name(generation),
-                   body=index_body(self.config, generation))
-        self._call("wait for index", self.client.cluster.health, index=self.config.index_name(generation),
-                   wait_for_status="yellow")
+        self._call(
+            "create index",
+            self.client.indices.create,
+            index=self.config.index_name(generation),
+            body=index_body(self.config, generation),
+        )
+        self._call(
+            "wait for index",
+            self.client.cluster.health,
+            index=self.config.index_name(generation),
+            wait_for_status="yellow",
+        )
         return generation
 
     def _switch_alias(self, index: str) -> None:
-        actions = [{"remove": {"index": old, "alias": self.config.alias}} for old in self._live_indices()
-                   if old != index]
+        actions = [
+            {"remove": {"index": old, "alias": self.config.alias}}
+            for old in self._live_indices()
+            if old != index
+        ]
         actions.append({"add": {"index": index, "alias": self.config.alias}})
         self._call("switch alias", self.client.indices.update_aliases, body={"actions": actions})
         self._generation_cache = None
@@ -330,30 +368,45 @@ class OpenSearchBackend:
     def list_generations(self) -> list[Generation]:
         """Every generation index of this prefix, oldest first, with the live one marked."""
         pattern = f"{self.config.alias}-*"
-        rows = self._call("list indices", self.client.cat.indices, index=pattern, format="json",
-                          h="index,docs.count,creation.date.string", params={"expand_wildcards": "all"})
+        rows = self._call(
+            "list indices",
+            self.client.cat.indices,
+            index=pattern,
+            format="json",
+            h="index,docs.count,creation.date.string",
+            params={"expand_wildcards": "all"},
+        )
         live = set(self._live_indices())
         out = []
         for row in rows or []:
-            name = row["index"][len(self.config.alias) + 1:]
+            name = row["index"][len(self.config.alias) + 1 :]
             if not _GENERATION.match(name):
                 continue
-            out.append(Generation(name=name, index=row["index"], docs=int(row.get("docs.count") or 0),
-                                  created_at=row.get("creation.date.string", ""), live=row["index"] in live))
+            out.append(
+                Generation(
+                    name=name,
+                    index=row["index"],
+                    docs=int(row.get("docs.count") or 0),
+                    created_at=row.get("creation.date.string", ""),
+                    live=row["index"] in live,
+                )
+            )
         return sorted(out, key=lambda g: g.name)
 
     def live_generation(self) -> str | None:
         live = self._live_indices()
-        return live[0][len(self.config.alias) + 1:] if live else None
+        return live[0][len(self.config.alias) + 1 :] if live else None
 
     def switch(self, generation: str) -> str:
         """Point the alias at an existing generation (atomic). Returns the previous live one."""
         with self._lock:
             known = {g.name: g for g in self.list_generations()}
             if generation not in known:
-                raise NotFound("GENERATION_NOT_FOUND",
-                               f"no generation {generation!r} under {self.config.alias}-*; "
-                               f"known: {', '.join(sorted(known)) or 'none'}")
+                raise NotFound(
+                    "GENERATION_NOT_FOUND",
+                    f"no generation {generation!r} under {self.config.alias}-*; "
+                    f"known: {', '.join(sorted(known)) or 'none'}",
+                )
             previous = self.live_generation()
             self._switch_alias(known[generation].index)
             self._ready = True
@@ -365,8 +418,9 @@ class OpenSearchBackend:
             live = self.live_generation()
             older = [g.name for g in self.list_generations() if live is None or g.name < live]
             if not older:
-                raise FailedPrecondition("NO_OLDER_GENERATION",
-                                         f"no generation older than {live!r} to roll back to")
+                raise FailedPrecondition(
+                    "NO_OLDER_GENERATION", f"no generation older than {live!r} to roll back to"
+                )
             self.switch(older[-1])
             return live or "", older[-1]
 
@@ -410,14 +464,21 @@ class OpenSearchBackend:
             finally:
                 self._write_target = None
             deleted = self.prune()
-            log.info("opensearch: generation %s is live%s", generation,
-                     f"; pruned {', '.join(deleted)}" if deleted else "")
+            log.info(
+                "opensearch: generation %s is live%s",
+                generation,
+                f"; pruned {', '.join(deleted)}" if deleted else "",
+            )
 
     def drop_all(self) -> None:
         """Delete every generation of this prefix (tests and benchmarks clean up with it)."""
         with self._lock:
-            self._call("delete indices", self.client.indices.delete, index=f"{self.config.alias}-*",
-                       params={"expand_wildcards": "all"})
+            self._call(
+                "delete indices",
+                self.client.indices.delete,
+                index=f"{self.config.alias}-*",
+                params={"expand_wildcards": "all"},
+            )
             self._ready = False
             self._generation_cache = None
 
@@ -440,9 +501,13 @@ class OpenSearchBackend:
             return "none"
         parts = []
         for index, data in stats["indices"].items():
-            ops = sum(copy["seq_no"]["max_seq_no"] + 1 for copies in data["shards"].values() for copy in copies
-                      if copy["routing"]["primary"])
-            parts.append(f"{index[len(self.config.alias) + 1:]}@{ops}")
+            ops = sum(
+                copy["seq_no"]["max_seq_no"] + 1
+                for copies in data["shards"].values()
+                for copy in copies
+                if copy["routing"]["primary"]
+            )
+            parts.append(f"{index[len(self.config.alias) + 1 :]}@{ops}")
         value = ",".join(sorted(parts))
         self._generation_cache = (time.monotonic(), value)
         return value
@@ -465,8 +530,8 @@ class OpenSearchBackend:
         indexed = 0
         batch = list(latest.values())
         for start in range(0, len(batch), _BULK_CHUNK):
-            chunk_errors = self._bulk_upsert(batch[start:start + _BULK_CHUNK])
-            indexed += len(batch[start:start + _BULK_CHUNK]) - len(chunk_errors)
+            chunk_errors = self._bulk_upsert(batch[start : start + _BULK_CHUNK])
+            indexed += len(batch[start : start + _BULK_CHUNK]) - len(chunk_errors)
             errors.extend(chunk_errors)
         self._generation_cache = None
         return IndexReport(indexed=indexed, errors=errors)
@@ -506,14 +571,18 @@ class OpenSearchBackend:
             log.warning("opensearch refused passage %s: %s", pid, reason)
         return refused
 
-    def _version_passage_ids(self, tenant_id: str, version_id: str, not_status: str | None = None) -> list[str]:
+    def _version_passage_ids(
+        self, tenant_id: str, version_id: str, not_status: str | None = None
+    ) -> list[str]:
         """The passage ids of a version in the write target (paged by passage_id). Search + bulk
         instead of _update_by_query/_delete_by_query: those come from the reindex module, which a
         minimal cluster (the local dev node) does not load."""
         target = self._target()
         if self._write_target:  # a generation being built is not refreshed per write
             self._call("refresh", self.client.indices.refresh, index=target)
-        query = {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}, {"term": {"version_id": version_id}}]}}
+        query = {
+            "bool": {"filter": [{"term": {"tenant_id": tenant_id}}, {"term": {"version_id": version_id}}]}
+        }
         if not_status is not None:
             query["bool"]["must_not"] = [{"term": {"status": not_status}}]
         ids: list[str] = []
@@ -536,7 +605,7 @@ class OpenSearchBackend:
         refresh = "false" if self._write_target else "true"
         for start in range(0, len(actions), _BULK_CHUNK):
             body = []
-            for header, doc in actions[start:start + _BULK_CHUNK]:
+            for header, doc in actions[start : start + _BULK_CHUNK]:
                 body.append(header)
                 if doc is not None:
                     body.append(doc)
@@ -546,8 +615,9 @@ class OpenSearchBackend:
                 if "error" in result:
                     if result.get("status") == 404:  # already gone: nothing changed
                         continue
-                    raise RuntimeError(f"OpenSearch refused {what} of {result['_id']}: "
-                                       f"{_error_text(result['error'])}")
+                    raise RuntimeError(
+                        f"OpenSearch refused {what} of {result['_id']}: {_error_text(result['error'])}"
+                    )
                 if result.get("result") in ("updated", "deleted"):
                     changed += 1
         self._generation_cache = None
@@ -559,9 +629,13 @@ class OpenSearchBackend:
         self._ensure_ready()
         target = self._target()
         ids = self._version_passage_ids(tenant_id, version_id, not_status=status)
-        return self._bulk_by_id("status update", [
-            ({"update": {"_index": target, "_id": pid}}, {"doc": {"status": status}, "detect_noop": True})
-            for pid in ids])
+        return self._bulk_by_id(
+            "status update",
+            [
+                ({"update": {"_index": target, "_id": pid}}, {"doc": {"status": status}, "detect_noop": True})
+                for pid in ids
+            ],
+        )
 
     def remove_version(self, tenant_id: str, version_id: str) -> int:
         self._ensure_ready()
@@ -589,7 +663,9 @@ class OpenSearchBackend:
         if mode != "lexical":
             vector = np.asarray(query.vector, dtype=np.float32).reshape(-1)
             if vector.shape[0] != self.config.dimension:
-                raise ValueError(f"query vector has {vector.shape[0]} dimensions, the index {self.config.dimension}")
+                raise ValueError(
+                    f"query vector has {vector.shape[0]} dimensions, the index {self.config.dimension}"
+                )
             norm = float(np.linalg.norm(vector))
             if not math.isfinite(norm) or norm == 0.0:
                 raise ValueError("query vector must be finite and non-zero")
