@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import socket
 import threading
 import urllib.parse
@@ -17,6 +18,9 @@ class FaultProxy:
         self.upstream = (parsed.hostname, parsed.port or 80)
         self.fail_next = 0
         self.fail_status = 503
+        self.bulk_item_rejections = 0
+        self.bulk_item_status = 429
+        self.rejected_items: list[str] = []
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status sent)
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
@@ -55,6 +59,8 @@ class FaultProxy:
                 conn.request(self.command, self.path, body=body, headers=headers)
                 reply = conn.getresponse()
                 data = reply.read()
+                if self.path.split("?")[0].endswith("/_bulk"):
+                    data = proxy._reject_bulk_items(data)
                 self._reply(reply.status, data, reply.getheader("Content-Type", "application/json"))
                 conn.close()
 
@@ -73,6 +79,29 @@ class FaultProxy:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+
+    def reject_bulk_items(self, count: int, status: int = 429) -> None:
+        """Rewrite the next ``count`` successful bulk items as refused with ``status`` (as a node
+        whose write queue is full answers), although the node did apply them."""
+        with self._lock:
+            self.bulk_item_rejections, self.bulk_item_status = count, status
+
+    def _reject_bulk_items(self, data: bytes) -> bytes:
+        with self._lock:
+            if self.bulk_item_rejections <= 0:
+                return data
+            reply = json.loads(data)
+            for item in reply.get("items", []):
+                (action, result), = item.items()
+                if self.bulk_item_rejections > 0 and "error" not in result:
+                    item[action] = {"_index": result.get("_index"), "_id": result["_id"],
+                                    "status": self.bulk_item_status,
+                                    "error": {"type": "rejected_execution_exception",
+                                              "reason": "injected by FaultProxy"}}
+                    self.bulk_item_rejections -= 1
+                    self.rejected_items.append(result["_id"])
+                    reply["errors"] = True
+            return json.dumps(reply).encode()
 
     def fail(self, count: int, status: int = 503) -> None:
         with self._lock:

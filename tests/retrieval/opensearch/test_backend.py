@@ -140,6 +140,27 @@ def test_transient_errors_are_retried_with_backoff(opensearch_url, opensearch_ba
         proxy.stop()
 
 
+def test_bulk_items_refused_with_a_transient_status_are_resent(opensearch_url, opensearch_backends):
+    proxy = FaultProxy(opensearch_url)
+    try:
+        backend = opensearch_backends(hosts=(proxy.url,), max_retries=3, retry_backoff_seconds=0.05)
+        backend.count()  # the first generation exists
+        proxy.reject_bulk_items(2, 429)
+        before = len(proxy.requests)
+        report = backend.upsert([passage(f"b-{i}") for i in range(5)])
+        assert report.indexed == 5 and report.errors == []
+        assert proxy.rejected_items == ["b-0", "b-1"]
+        bulk_calls = [path for _, path, _ in proxy.requests[before:] if "/_bulk" in path]
+        assert len(bulk_calls) == 2  # the first with 5 items, the resend with the 2 refused ones
+        assert backend.count() == 5
+        proxy.reject_bulk_items(100, 503)  # refused on every attempt: unavailable, not silently lost
+        with pytest.raises(Unavailable) as caught:
+            backend.upsert([passage("b-9")])
+        assert caught.value.reason == UNAVAILABLE_REASON
+    finally:
+        proxy.stop()
+
+
 def test_a_dead_port_is_search_backend_unavailable():
     backend = OpenSearchBackend(opensearch_config(dead_url(), max_retries=2, retry_backoff_seconds=0.1,
                                                   timeout_seconds=2.0))
