@@ -449,7 +449,9 @@ class RetrievalCore:
             if result is None:
                 raise NotFound("VERSION_NOT_FOUND", f"no version {version_id} in the caller's tenant")
             before, after, superseded = result
-            if before.status != after.status:
+            if before.valid_to != after.valid_to:  # approved behind a later version: its window closed
+                self._refresh_version(after)
+            elif before.status != after.status:
                 self._versions[(after.tenant_id, after.version_id)] = after
                 self.backend.set_version_status(after.tenant_id, after.version_id, after.status)
             for old in superseded:

@@ -105,7 +105,9 @@ def supersession_end(new: VersionRecord, other: VersionRecord) -> datetime | Non
     never rewritten, so it stays readable and is still the effective version for an `as_of`
     before new.valid_from. If both start at the same instant, the old window becomes empty
     ([t, t)): the old version was never effective and is never eligible again.
-    A version that starts after `new` (a scheduled future version) is left alone.
+    A version that starts after `new` (a scheduled or already newer version) is left alone; instead
+    `new` itself ends where the first of those starts (see successor_of), so the outcome does not
+    depend on the order in which versions are ingested.
     Returns the new valid_to for `other`, or None when the rule does not apply.
     """
     if other.version_id == new.version_id or other.document_id != new.document_id:
@@ -117,3 +119,18 @@ def supersession_end(new: VersionRecord, other: VersionRecord) -> datetime | Non
     if other.valid_to is not None and other.valid_to <= new.valid_from:
         return None
     return new.valid_from
+
+
+def successor_of(new: VersionRecord, others: list[VersionRecord]) -> VersionRecord | None:
+    """The approved version of the same document that starts first after `new` (approved) starts,
+    if `new` is still open at that instant: `new` then ends there and is superseded by it."""
+    if new.status != APPROVED:
+        return None
+    later = [o for o in others if o.status == APPROVED and o.document_id == new.document_id
+             and o.version_id != new.version_id and o.valid_from > new.valid_from]
+    if not later:
+        return None
+    first = min(later, key=lambda o: (o.valid_from, o.version_id))
+    if new.valid_to is not None and new.valid_to <= first.valid_from:
+        return None
+    return first

@@ -7,7 +7,6 @@ service warm-up."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -27,6 +26,7 @@ from .records import (
     IngestOutcome,
     PassageRecord,
     VersionRecord,
+    successor_of,
     supersession_end,
 )
 
@@ -273,13 +273,14 @@ class Store:
                 s.add(doc)
             else:
                 doc.title, doc.source_uri, doc.updated_at = document.title, document.source_uri, now
-            s.add(VersionRow(
+            new_row = VersionRow(
                 tenant_id=version.tenant_id, version_id=version.version_id, document_id=version.document_id,
                 title=version.title, source_uri=version.source_uri, text=text, text_length=len(text),
                 status=version.status, valid_from=version.valid_from, valid_to=version.valid_to,
                 roles=list(version.roles), location_scope=list(version.location_scope), intents=list(version.intents),
                 locale=version.locale, extraction_version=version.extraction_version, ingested_at=now,
-                status_changed_at=now, superseded_by_version_id=None))
+                status_changed_at=now, superseded_by_version_id=None)
+            s.add(new_row)
             s.flush()
             s.add_all(PassageRow(
                 passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
@@ -287,8 +288,8 @@ class Store:
                 content_sha256=p.content_sha256, source_anchor=p.source_anchor,
                 heading_context=p.heading_context, extraction_version=p.extraction_version, active=True)
                 for p in passages)
-            stored = dataclasses.replace(version, ingested_at=now)
-            superseded = self._supersede(s, stored, doc.source_class)
+            superseded = self._supersede(s, new_row, doc.source_class)
+            stored = _version_record(new_row, doc.source_class)
         return IngestOutcome(version=stored, passages=passages, created=True, superseded=superseded)
 
     @staticmethod
@@ -345,19 +346,26 @@ class Store:
                              passages=[_passage_record(r) for r in rows], created=False, superseded=[],
                              reextracted=reextracted)
 
-    def _supersede(self, s: Session, new: VersionRecord, source_class: str) -> list[VersionRecord]:
+    def _supersede(self, s: Session, new_row: VersionRow, source_class: str) -> list[VersionRecord]:
+        """The supersession rule (records.supersession_end / successor_of) for a version that is now
+        approved: closes earlier open versions, and closes this one if a later version exists."""
+        new = _version_record(new_row, source_class)
         if new.status != APPROVED:
             return []
-        others = s.scalars(select(VersionRow).where(
+        rows = list(s.scalars(select(VersionRow).where(
             VersionRow.tenant_id == new.tenant_id, VersionRow.document_id == new.document_id,
-            VersionRow.status == APPROVED, VersionRow.version_id != new.version_id))
+            VersionRow.status == APPROVED, VersionRow.version_id != new.version_id)))
         changed = []
-        for row in others:
+        for row in rows:
             end = supersession_end(new, _version_record(row, source_class))
             if end is not None:
                 row.valid_to = end
                 row.superseded_by_version_id = new.version_id
                 changed.append(_version_record(row, source_class))
+        successor = successor_of(new, [_version_record(row, source_class) for row in rows])
+        if successor is not None:
+            new_row.valid_to = successor.valid_from
+            new_row.superseded_by_version_id = successor.version_id
         s.flush()
         return sorted(changed, key=lambda v: v.version_id)
 
@@ -377,7 +385,6 @@ class Store:
                 row.status = status
                 row.status_changed_at = now
                 s.flush()
-                after = _version_record(row, doc.source_class)
-                superseded = self._supersede(s, after, doc.source_class)
+                superseded = self._supersede(s, row, doc.source_class)
             after = _version_record(row, doc.source_class)
         return before, after, superseded

@@ -154,3 +154,27 @@ def test_the_index_is_rebuilt_from_the_store_at_warm_up(auth, tmp_path):
         assert after.settings.index_generation == generation
         past = second.search("t-rebuild", "arrive early", as_of=datetime(2024, 3, 1, tzinfo=UTC))
         assert hit_versions(past) == [old.version.version_id]
+
+
+@pytest.mark.parametrize("order", ["old-first", "new-first"])
+def test_supersession_does_not_depend_on_ingestion_order(svc, tenant, order):
+    texts = {T2024: "Arrive 11 minutes before your appointment.", T2025: "Arrive 22 minutes before your appointment."}
+    starts = [T2024, T2025] if order == "old-first" else [T2025, T2024]
+    replies = {start: svc.ingest(tenant, "ordered", texts[start], valid_from=start) for start in starts}
+    listed = {v.version_id: v for v in svc.versions(tenant, document_id="ordered").versions}
+    old, new = listed[replies[T2024].version.version_id], listed[replies[T2025].version.version_id]
+    assert old.valid_to.ToDatetime(tzinfo=UTC) == T2025 and old.superseded_by_version_id == new.version_id
+    assert not new.HasField("valid_to")
+    assert hit_versions(svc.search(tenant, QUERY)) == [new.version_id]
+    assert hit_versions(svc.search(tenant, QUERY, as_of=datetime(2024, 6, 1, tzinfo=UTC))) == [old.version_id]
+
+
+def test_approving_an_older_draft_behind_a_newer_version_closes_the_drafts_window(svc, tenant):
+    newer = svc.ingest(tenant, "late-approval", "Arrive 25 minutes early.", valid_from=T2025)
+    older = svc.ingest(tenant, "late-approval", "Arrive 5 minutes early.", valid_from=T2024, status="draft")
+    approved = svc.set_status(tenant, older.version.version_id, "approved").version
+    assert approved.valid_to.ToDatetime(tzinfo=UTC) == T2025
+    assert approved.superseded_by_version_id == newer.version.version_id
+    assert hit_versions(svc.search(tenant, "arrive minutes early")) == [newer.version.version_id]
+    past = svc.search(tenant, "arrive minutes early", as_of=datetime(2024, 6, 1, tzinfo=UTC))
+    assert hit_versions(past) == [older.version.version_id]
