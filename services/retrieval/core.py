@@ -210,6 +210,7 @@ class RetrievalCore:
         self._versions: dict[tuple[str, str], VersionRecord] = {}
         self._tenants: set[str] = set()
         self._write_lock = threading.RLock()
+        self._process_local_index = isinstance(self.backend, EmbeddedIndex)
         self._ready = False
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -483,8 +484,9 @@ class RetrievalCore:
             raise InvalidArgument("SOURCE_CLASS_FILTER_UNSUPPORTED",
                                   "scope.source_classes is not supported by the search backend yet; "
                                   "narrow by scope.intents instead")
-        # Every stored version is in the derived view (rebuilt at warm-up, updated on ingest).
-        if principal.tenant_id not in self._tenants:
+        # Every version this process stored or rebuilt is in the in-memory view; with a shared
+        # backend (several replicas on one store) another replica may have stored it: ask the store.
+        if principal.tenant_id not in self._tenants and not self._shared_tenant(principal.tenant_id):
             raise InvalidArgument("UNKNOWN_TENANT", f"tenant {principal.tenant_id!r} has no documents")
         locations = self._effective_locations(principal, cmd.location_ids)
         as_of = cmd.as_of or utcnow()
@@ -538,11 +540,26 @@ class RetrievalCore:
             return [(h.passage_id, h.lexical_score) for h in hits]
         return [(h.passage_id, h.vector_score) for h in hits]
 
+    def _shared_tenant(self, tenant_id: str) -> bool:
+        if self._process_local_index or not self.store.tenant_exists(tenant_id):
+            return False
+        self._tenants.add(tenant_id)
+        return True
+
     def _resolve(self, tenant_id: str, fused) -> list[SearchHitResult]:
+        """Hits -> passages with exact text and version metadata. The embedded index lives in this
+        process, so the in-memory view (same writes, same lock) is exact; a shared backend can return
+        what another replica wrote or changed, so its hits are read from the store of record."""
+        if self._process_local_index:
+            view = {h.passage_id: (self._passages.get(h.passage_id), None) for h in fused}
+        else:
+            stored = self.store.get_passages(tenant_id, [h.passage_id for h in fused])
+            view = {pid: ((p, text), version) for pid, (p, text, version) in stored.items()}
         out = []
         for hit in fused:
-            entry = self._passages.get(hit.passage_id)
-            version = self._versions.get((tenant_id, entry[0].version_id)) if entry else None
+            entry, version = view.get(hit.passage_id, (None, None))
+            if entry is not None and version is None:
+                version = self._versions.get((tenant_id, entry[0].version_id))
             if entry is None or version is None or entry[0].tenant_id != tenant_id:
                 log.error("retrieval: index returned passage %s unknown to the store view", hit.passage_id)
                 continue

@@ -59,3 +59,44 @@ def test_the_service_end_to_end_on_postgresql(auth, tmp_path, postgres_url):
         assert [h.passage.identity.version_id for h in past.hits] == [old.version.version_id]
         statuses = {v.document.document_id: v.status for v in restarted.versions("pg-tenant").versions}
         assert statuses["video"] == common_pb2.VERSION_STATUS_RETIRED
+
+
+def test_replicas_on_one_store_and_a_shared_backend_see_each_others_writes(tmp_path):
+    """With a shared backend (OpenSearch), a replica must resolve hits that another replica wrote:
+    hits of a non-local backend are read from the store of record, not from process memory."""
+    from citetrace.kit.auth import Principal
+
+    from services.retrieval.core import IngestCommand, RetrievalCore, SearchCommand
+    from services.retrieval.index import EmbeddedIndex
+    from services.retrieval.settings import Settings
+    from services.retrieval.store.records import DocumentRecord
+
+    class SharedBackend:  # stands in for a cluster both replicas talk to
+        name = "shared"
+
+        def __init__(self):
+            self.inner = EmbeddedIndex()
+
+        def __getattr__(self, attribute):
+            return getattr(self.inner, attribute)
+
+    backend = SharedBackend()
+    settings = Settings(port=0, metrics_port=-1, data_dir=tmp_path)
+    reader_replica, writer_replica = RetrievalCore(settings, backend=backend), RetrievalCore(settings, backend=backend)
+    reader_replica.warm_up()
+    writer_replica.warm_up()
+    try:
+        admin = Principal("t-replica", "admin", ("policy_admin",))
+        outcome = writer_replica.ingest(admin, IngestCommand(
+            DocumentRecord("t-replica", "doc", "handbook", "Replicated", ""), "Arrive 9 minutes early.", None,
+            T2025, None, ("patient",), (), ("other",), "en"))
+        writer_replica.set_status(admin, outcome.version.version_id, "retired")
+        writer_replica.ingest(admin, IngestCommand(
+            DocumentRecord("t-replica", "doc2", "handbook", "Replicated", ""), "Arrive 8 minutes early.", None,
+            T2025, None, ("patient",), (), ("other",), "en"))
+        result = reader_replica.search(Principal("t-replica", "p", ("patient",)), SearchCommand("arrive early", 5))
+        assert [h.text for h in result.hits] == ["Arrive 8 minutes early."]
+        assert result.hits[0].version.status == "approved"
+    finally:
+        reader_replica.close()
+        writer_replica.close()
