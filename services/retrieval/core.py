@@ -295,15 +295,13 @@ class RetrievalCore:
         if version.never_effective:
             self.backend.remove_version(version.tenant_id, version.version_id)
             return
-        passages = [p for p, _ in (self._passages.get(pid, (None, None)) for pid in self._version_pids(key)) if p]
+        # From the store, not from memory: with a shared backend another replica may have written it.
+        passages = self.store.active_passages(*key)
         if not passages:
             return
         text = self.store.get_version_text(*key) or ""
         self.backend.remove_version(*key)
         self._index_version(version, text, passages)
-
-    def _version_pids(self, key: tuple[str, str]) -> list[str]:
-        return [p.passage_id for p in self.store.active_passages(*key)]
 
     # --- ingestion ----------------------------------------------------------------------------
 

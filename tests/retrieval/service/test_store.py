@@ -97,6 +97,16 @@ def test_replicas_on_one_store_and_a_shared_backend_see_each_others_writes(tmp_p
         result = reader_replica.search(Principal("t-replica", "p", ("patient",)), SearchCommand("arrive early", 5))
         assert [h.text for h in result.hits] == ["Arrive 8 minutes early."]
         assert result.hits[0].version.status == "approved"
+        # A new version written by the OTHER replica supersedes one this replica never held in memory.
+        first = reader_replica.ingest(admin, IngestCommand(
+            DocumentRecord("t-replica", "doc3", "handbook", "Replicated", ""), "Bring 1 form.", None,
+            T2024, None, ("patient",), (), ("other",), "en"))
+        second = writer_replica.ingest(admin, IngestCommand(
+            DocumentRecord("t-replica", "doc3", "handbook", "Replicated", ""), "Bring 2 forms.", None,
+            T2025, None, ("patient",), (), ("other",), "en"))
+        assert [v.version_id for v in second.superseded] == [first.version.version_id]
+        hits = reader_replica.search(Principal("t-replica", "p", ("patient",)), SearchCommand("bring forms", 5)).hits
+        assert [h.text for h in hits if h.passage.document_id == "doc3"] == ["Bring 2 forms."]
     finally:
         reader_replica.close()
         writer_replica.close()
