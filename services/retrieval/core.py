@@ -607,7 +607,9 @@ class RetrievalCore:
         return out, list(versions.values())
 
     def _read_span(self, principal: Principal, span: SpanRequest) -> ReadPassage:
-        version = self.store.get_version(principal.tenant_id, span.version_id) if span.version_id else None
+        if not span.version_id:
+            raise InvalidArgument("MISSING_VERSION_ID", "every span needs a version_id")
+        version = self.store.get_version(principal.tenant_id, span.version_id)
         if version is None or not self._can_read(principal, version):
             raise NotFound("VERSION_NOT_FOUND", f"no version {span.version_id!r} visible to the caller",
                            version_id=span.version_id)

@@ -196,6 +196,9 @@ def test_get_passages_bad_input(svc, world):
     assert failure(svc.get, "scope-a", spans=[(version.version_id, 0, version.text_length + 1)]) == \
         (grpc.StatusCode.INVALID_ARGUMENT, "SPAN_OUT_OF_RANGE")
     assert failure(svc.get, "scope-a", passage_ids=["f" * 64]) == (grpc.StatusCode.NOT_FOUND, "PASSAGE_NOT_FOUND")
+    assert failure(svc.get, "scope-a", spans=[("", 0, 3)]) == (grpc.StatusCode.INVALID_ARGUMENT, "MISSING_VERSION_ID")
+    assert failure(svc.get, "scope-a", passage_ids=["a"] * 201) == \
+        (grpc.StatusCode.INVALID_ARGUMENT, "TOO_MANY_PASSAGES")
 
 
 def test_search_emits_the_stage_spans_without_text(svc, world):
