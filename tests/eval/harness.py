@@ -339,10 +339,17 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
             row["error"] = ob.error[:200]
         per_case.append(row)
     n = len(observations)
+    by_tag: dict[str, list[int]] = {}
+    for row in per_case:
+        for tag in row["tags"]:
+            by_tag.setdefault(tag, [0, 0])
+            by_tag[tag][0] += row["ok"]
+            by_tag[tag][1] += 1
     metrics = {
         "cases": n,
         "outcome_accuracy": ratio(sum(r["ok"] for r in per_case), n),
         "outcome_accuracy_by_expected": {o: ratio(*v) for o, v in outcome_by.items()},
+        "outcome_accuracy_by_tag": {tag: ratio(*v) for tag, v in sorted(by_tag.items())},
         "retrieval_recall_at_k": {str(k): ratio(*v) for k, v in recall.items()},
         "mean_rank_gold_version": ratio(sum(gold_version_ranks), len(gold_version_ranks)),
         "mean_rank_gold_passage": ratio(sum(gold_passage_ranks), len(gold_passage_ranks)),
@@ -466,6 +473,8 @@ def table(result: dict) -> str:
                      row["citation_coverage"]))
     width = max(len(label) for label, _ in rows)
     lines = [f"{label:<{width}}  {_fmt(value)}" for label, value in rows]
+    lines.append("outcome accuracy by case kind: " + ", ".join(
+        f"{tag} {v['numerator']}/{v['denominator']}" for tag, v in m["outcome_accuracy_by_tag"].items()))
     causes = ", ".join(f"{k} {v}" for k, v in m["covered_question_missed_by_cause"].items())
     lines.append(f"covered question missed, by cause: {causes}")
     lines.append(f"context budget (default context_max_passages): {m['context_budget']['default_context_max_passages']}")
