@@ -58,7 +58,7 @@ _UNIT_STEMS = {
     "time": "times", "visit": "visit", "appoint": "appointment", "fee": "fee",
 }
 _QUANTITY = re.compile(
-    r"(?P<cur>[$€£])?\s?(?P<num>\d+(?:[.,]\d+)?(?::\d{2})?)\s?(?P<pct>%)?"
+    r"(?P<cur>[$€£])?\s?(?P<num>(?<![\d.,:])\d{1,2}:\d{2}(?![\d.,:]?\d)|\d+(?:[.,]\d+)?)\s?(?P<pct>%)?"
     r"|(?P<word>\b(?:" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b)",
     re.IGNORECASE,
 )
@@ -141,8 +141,11 @@ def _number_value(raw: str) -> str:
         value = NUMBER_WORDS[raw]
         return str(int(value)) if float(value).is_integer() else str(value)
     if ":" in raw:
+        # A clock time ("7:30"); anything else with a colon ("1.04:95", a ratio) is not one.
         hours, minutes = raw.split(":", 1)
-        return f"{int(hours)}:{minutes}"
+        if hours.isdigit() and minutes.isdigit() and int(hours) <= 24 and len(minutes) == 2:
+            return f"{int(hours)}:{minutes}"
+        return raw
     raw = raw.replace(",", ".") if raw.count(",") == 1 and len(raw.split(",")[1]) != 3 else raw.replace(",", "")
     try:
         value = float(raw)

@@ -49,6 +49,15 @@ def test_quantities_numbers_times_money_and_number_words():
     assert ("30", "minute") not in ct.quantities("15 minutes")
 
 
+def test_a_ratio_with_a_colon_is_not_a_clock_time():
+    # SciFact doc 26016929: "odds ratio 1.04:95% confidence" used to raise ValueError (int("1.04")).
+    assert ct.quantities("odds ratio 1.04:95% confidence interval") == {("1.04", ""), ("95", "percent")}
+    assert ("1.04", "") in ct.quantities("OR 1.04:1.10")
+    assert ct.quantities("ratio 2:1") == {("2", ""), ("1", "")}
+    assert ct.quantities("check in by 7:30 am") == {("7:30", "clock")}
+    assert ct.quantity_values("between 10:30 and 11:45") == {"10:30", "11:45"}
+
+
 def test_content_stems_keep_negations_and_map_number_words():
     stems = ct.content_stems("Patients must not eat for four hours")
     assert "not" in stems and "must" in stems and "4" in stems and "the" not in stems
