@@ -117,11 +117,19 @@ class TraceDelivery(_Client):
 
 
 class TraceSink:
-    """Every record goes through the durable outbox (citetrace.outbox.TraceOutbox): delivered now
-    when the trace service answers, else kept on disk and redelivered in order by its background
-    deliverer. Without the outbox module, records are delivered directly (and logged if lost)."""
+    """Every record goes through the durable outbox (citetrace.outbox.TraceOutbox).
 
-    def __init__(self, target: str, auth: AuthSettings | None, outbox_path: Path, timeout: float) -> None:
+    background (default): the record is written to the outbox file (one committed INSERT) and the
+    outbox's background deliverer sends it, in order per tenant; `submit` returns False ("queued
+    durably"), and the answer does not wait for the trace service.
+    direct: delivered now when the trace service answers (`submit` returns True), else kept on disk
+    and redelivered in order by the background deliverer.
+    Without the outbox module, records are delivered directly (and logged if lost)."""
+
+    def __init__(self, target: str, auth: AuthSettings | None, outbox_path: Path, timeout: float,
+                 delivery: str = "background") -> None:
+        self._background = delivery == "background"
+        self._timeout = timeout
         self._outbox = None
         self._direct = TraceDelivery(target, auth, timeout)
         try:
@@ -141,8 +149,12 @@ class TraceSink:
         if self._outbox is not None:
             self._outbox.start()
 
-    def stop(self) -> None:
+    def stop(self, drain_seconds: float | None = None) -> None:
+        """Stops the deliverer; first gives records still waiting a bounded chance to be delivered
+        (what is left stays on disk and is delivered by the next start)."""
         if self._outbox is not None:
+            if self._outbox.pending_count():
+                self._outbox.wait_empty(self._timeout if drain_seconds is None else drain_seconds)
             self._outbox.stop()
 
     def flush(self) -> int:
@@ -151,6 +163,9 @@ class TraceSink:
 
     def submit(self, record: trace_pb.TraceRecord) -> bool:
         if self._outbox is not None:
+            if self._background:
+                self._outbox.enqueue(record)
+                return False
             return bool(self._outbox.submit(record))
         try:
             self._direct(record)

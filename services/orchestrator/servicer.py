@@ -34,7 +34,8 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         s = self._settings
         load_policy()
         load_lexicon()
-        self._sink = adapters.TraceSink(s.trace_target, self._auth, s.outbox_path(), s.trace_timeout_seconds)
+        self._sink = adapters.TraceSink(s.trace_target, self._auth, s.outbox_path(), s.trace_timeout_seconds,
+                                        s.trace_delivery)
         self._sink.start()
         self._core = Orchestrator(
             adapters.SchedulerClient(s.scheduler_gateway_target), adapters.RetrievalClient(s.retrieval_target),

@@ -35,6 +35,10 @@ class Settings(ServerSettings):
     # Time kept back from the caller's deadline for recording the trace and answering.
     trace_reserve_seconds: float = 0.5
     trace_timeout_seconds: float = 2.0
+    # "background": the record is written to the durable outbox and delivered by its background
+    # deliverer (the answer does not wait for the trace service; trace_delivered is False).
+    # "direct": RecordTrace before answering, the outbox only when the trace service fails.
+    trace_delivery: str = "background"
     # Conflict detection looks at this many top hits.
     conflict_top_n: int = 4
     # Availability without a date: the next N days.
@@ -58,6 +62,7 @@ class Settings(ServerSettings):
         require(self.slot_page_size >= 1, "slot_page_size must be >= 1")
         require(self.part_workers >= 1, "part_workers must be >= 1")
         require(self.max_question_chars >= 10, "max_question_chars must be >= 10")
+        require(self.trace_delivery in ("background", "direct"), "trace_delivery must be background or direct")
 
     def outbox_path(self) -> Path:
         return self.data_dir / "orchestrator" / "trace-outbox.sqlite"

@@ -86,10 +86,19 @@ class Stack:
 
     def get_trace(self, trace_id: str, tenant: str = "acme-health",
                   roles=("auditor", "patient")) -> trace_pb.GetTraceResponse:
+        """The trace record; the orchestrator delivers it in the background (its durable outbox), so
+        a record asked for right after the answer may need a moment: NOT_FOUND is retried up to 10 s."""
+        deadline = time.monotonic() + 10
         with grpc.insecure_channel(self.target("trace")) as channel:
-            return trace_grpc.TraceServiceStub(channel).GetTrace(
-                trace_pb.GetTraceRequest(trace_id=trace_id), timeout=10,
-                metadata=bearer_metadata(self.token(tenant, roles)))
+            while True:
+                try:
+                    return trace_grpc.TraceServiceStub(channel).GetTrace(
+                        trace_pb.GetTraceRequest(trace_id=trace_id), timeout=10,
+                        metadata=bearer_metadata(self.token(tenant, roles)))
+                except grpc.RpcError as err:
+                    if err.code() != grpc.StatusCode.NOT_FOUND or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
 
     def start_service(self, name: str, data_dir: Path, **settings: str) -> str:
         """One more process of a service on a free port; settings are its env (without prefix)."""

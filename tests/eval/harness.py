@@ -189,8 +189,6 @@ def _part_for(case: Case, response) -> tuple[object, int]:
 def ask_case(stack: Stack, case: Case, target: str) -> Observation:
     from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
     from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
-    from citetrace.trace.v1 import trace_service_pb2 as trace_pb
-    from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
 
     with grpc.insecure_channel(target) as channel:
         try:
@@ -203,10 +201,8 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
     prefix = ""
     if part is None:  # not the expected part: scored as a wrong outcome, retrieval still scored
         part, index, prefix = response.parts[0], 0, "wrong_part:"
-    with grpc.insecure_channel(stack.target("trace")) as channel:
-        record = trace_grpc.TraceServiceStub(channel).GetTrace(
-            trace_pb.GetTraceRequest(trace_id=response.trace_id), timeout=10,
-            metadata=bearer_metadata(stack.token(case.tenant, ("auditor",) + case.roles))).record
+    # Delivered by the orchestrator's outbox in the background: get_trace waits for it briefly.
+    record = stack.get_trace(response.trace_id, tenant=case.tenant, roles=("auditor",) + tuple(case.roles)).record
     prec = next((p for p in record.parts if p.part_id == part.part_id), record.parts[index])
     hits = sorted(prec.retrieval.retrieved, key=lambda h: h.fused_rank or 10**6)
     cited = {cit.passage_id for claim in part.claims for cit in claim.citations}

@@ -108,11 +108,19 @@ def _ask(runner, auth, question=QUESTION, timeout=10.0, tenant="tenant-a"):
             pb.AskRequest(question=question), timeout=timeout, metadata=token_metadata(auth, tenant, ("patient",)))
 
 
-def _get_trace(auth, address, trace_id, tenant="tenant-a"):
+def _get_trace(auth, address, trace_id, tenant="tenant-a", wait=10.0):
+    """The record; by default the orchestrator delivers it in the background, so NOT_FOUND is retried."""
+    deadline = time.monotonic() + wait
     with grpc.insecure_channel(address) as channel:
-        return trace_grpc.TraceServiceStub(channel).GetTrace(
-            trace_pb.GetTraceRequest(trace_id=trace_id), timeout=5,
-            metadata=token_metadata(auth, tenant, ("auditor", "patient")))
+        while True:
+            try:
+                return trace_grpc.TraceServiceStub(channel).GetTrace(
+                    trace_pb.GetTraceRequest(trace_id=trace_id), timeout=5,
+                    metadata=token_metadata(auth, tenant, ("auditor", "patient")))
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.NOT_FOUND or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
 
 def test_transient_unavailable_is_retried_once_and_the_token_is_forwarded(auth, tmp_path, trace_service):
@@ -127,8 +135,39 @@ def test_transient_unavailable_is_retried_once_and_the_token_is_forwarded(auth, 
     assert part.HasField("slots_as_of")
     assert {p.tenant_id for p in scheduler.principals} == {"tenant-a"}
     assert {p.subject for p in scheduler.principals} == {"test-user"}
+    # Background delivery (the default): the answer did not wait for RecordTrace; the outbox delivers.
+    assert response.trace_delivered is False
     record = _get_trace(auth, trace_service.address, response.trace_id).record
-    assert record.parts[0].outcome == c.PART_OUTCOME_ANSWERED and response.trace_delivered
+    assert record.parts[0].outcome == c.PART_OUTCOME_ANSWERED
+
+
+def test_direct_trace_delivery_records_before_answering(auth, tmp_path, trace_service):
+    with serving(_scheduler_spec(StubScheduler()), auth) as sched, \
+            serving(_orchestrator(auth, tmp_path, sched.address, trace_service.address, trace_delivery="direct"),
+                    auth) as orch:
+        response = _ask(orch, auth)
+        assert response.trace_delivered is True
+        record = _get_trace(auth, trace_service.address, response.trace_id, wait=0.0).record
+    assert record.parts[0].outcome == c.PART_OUTCOME_ANSWERED
+
+
+def test_background_delivery_keeps_the_record_when_the_trace_service_is_down(auth, tmp_path):
+    trace_port = _free_port()
+    spec = _orchestrator(auth, tmp_path, f"127.0.0.1:{_free_port()}", f"127.0.0.1:{trace_port}")
+    with serving(spec, auth) as orch:
+        response = _ask(orch, auth, "Should I double my insulin dose?")
+        assert response.trace_delivered is False and response.trace_id
+    # The orchestrator stopped with the trace service still down: the record is on disk.
+    from citetrace.outbox import TraceOutbox
+
+    def never(record):
+        raise RuntimeError("trace service down")
+
+    outbox = TraceOutbox(tmp_path / "orch" / "orchestrator" / "trace-outbox.sqlite", never)
+    try:
+        assert outbox.pending_count("tenant-a") == 1
+    finally:
+        outbox.close()
 
 
 def test_a_scheduler_that_stays_down_gives_source_unavailable_after_one_retry(auth, tmp_path, trace_service):

@@ -87,7 +87,7 @@ def test_replay_reports_unchanged_then_retired_sources_and_regressions(world, ca
         request = orch_pb.AskRequest(question=question)
         request.as_of.FromDatetime(as_of)
         answer = orchestrator.Ask(request, timeout=60, metadata=token(auth, ("patient",)))
-        assert answer.trace_id and answer.trace_delivered
+        assert answer.trace_id  # its record is delivered from the outbox in the background
         asked.append(answer.trace_id)
     since = (as_of - dt.timedelta(seconds=1)).isoformat()
 

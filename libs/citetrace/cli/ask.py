@@ -132,6 +132,6 @@ def render(response: pb.AskResponse) -> str:
                          f"{citation.source_class}, chars {citation.start}-{citation.end}")
             lines.append(f"      {citation.link}")
     lines.append("")
-    delivered = "recorded" if response.trace_delivered else "queued in the outbox"
+    delivered = "recorded" if response.trace_delivered else "queued durably, delivered in the background"
     lines.append(f"trace: {response.trace_id} ({delivered})")
     return "\n".join(lines)

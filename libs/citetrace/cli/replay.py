@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 
 import grpc
 
@@ -122,13 +123,19 @@ def run(args: argparse.Namespace) -> int:
             info = error_info(err)
             raise RuntimeError(f"Ask failed: {err.code().name}{' ' + info.reason if info else ''}: "
                                f"{err.details()}") from err
-        if answer.trace_delivered and answer.trace_id:
-            try:
-                new = traces.GetTrace(pb.GetTraceRequest(trace_id=answer.trace_id), timeout=30,
-                                      metadata=bearer_metadata(token)).record
-                return new, True
-            except grpc.RpcError:
-                pass
+        if answer.trace_id:
+            # The orchestrator delivers the record from its durable outbox in the background
+            # (trace_delivered False): give it a few seconds before falling back to the answer.
+            patience = time.monotonic() + (30 if answer.trace_delivered else 5)
+            while True:
+                try:
+                    new = traces.GetTrace(pb.GetTraceRequest(trace_id=answer.trace_id), timeout=30,
+                                          metadata=bearer_metadata(token)).record
+                    return new, True
+                except grpc.RpcError as err:
+                    if err.code() != grpc.StatusCode.NOT_FOUND or time.monotonic() > patience:
+                        break
+                    time.sleep(0.05)
         return record_from_answer(answer), False
 
     results = replay(records(), ask)
