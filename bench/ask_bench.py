@@ -58,6 +58,8 @@ from eval.harness import load_cases  # noqa: E402
 from prometheus_client import REGISTRY, generate_latest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from services.retrieval.settings import Settings as RetrievalSettings  # noqa: E402
+
 STAGE_METRICS = ("citetrace_stage_duration_seconds", "citetrace_grpc_server_handling_seconds")
 TARGETS = {"p50_ms_at_8": 40.0, "p95_ms_at_8": 100.0, "asks_per_s": 50.0, "overhead_ratio": 1.5}
 
@@ -265,7 +267,7 @@ class _DirectPassageStore:
         return Loaded(found, not_found)
 
 
-def build_in_process(stack_dir: Path, work: Path, cache: Path):
+def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size: int | None = None):
     """Every service's servicer from its own build_spec(), warmed up, wired without gRPC."""
     from citetrace.outbox import TraceOutbox
 
@@ -285,8 +287,9 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path):
     from services.trace.servicer import build_spec as trace_spec
     from services.trace.settings import Settings as TraceSettings
 
-    retrieval = retrieval_spec(RetrievalSettings(port=0, metrics_port=-1, data_dir=stack_dir,
-                                                 embedding_cache_path=cache)).servicer
+    retrieval = retrieval_spec(RetrievalSettings(
+        port=0, metrics_port=-1, data_dir=stack_dir, embedding_cache_path=cache,
+        **({} if query_cache_size is None else {"query_cache_size": query_cache_size}))).servicer
     scheduler = scheduler_spec(SchedulerSettings(port=0, metrics_port=-1, data_dir=stack_dir)).servicer
     generation = generation_spec(GenerationSettings(port=0, metrics_port=-1)).servicer
     validator = validator_spec(ValidatorSettings(port=0, metrics_port=-1)).servicer
@@ -306,8 +309,9 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path):
         def __init__(self) -> None:
             self.outbox = TraceOutbox(work / "outbox.sqlite", deliver)
 
-        def submit(self, record):
-            return bool(self.outbox.submit(record))
+        def submit(self, record):  # as the orchestrator's default TraceSink: queued durably, delivered behind
+            self.outbox.enqueue(record)
+            return False
 
     s = OrchestratorSettings(port=0, metrics_port=-1, data_dir=work)
     load_policy()
@@ -415,6 +419,9 @@ def main() -> int:
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--asks", type=int, default=240, help="asks per concurrency level (x2 at 32)")
     parser.add_argument("--ingest-workers", type=int, default=2)
+    parser.add_argument("--query-cache-size", type=int, default=None,
+                        help="retrieval's query-vector LRU (CITETRACE_RETRIEVAL_QUERY_CACHE_SIZE); 0 disables it. "
+                             "The mix repeats questions, so the cache flatters the numbers: compare with 0")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     asks_per_level = {c: args.asks * (2 if c >= 32 else 1) for c in levels}
@@ -422,6 +429,8 @@ def main() -> int:
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     # The stack's retrieval process embeds through the retrieval bench's cache.
     os.environ["CITETRACE_RETRIEVAL_EMBEDDING_CACHE_PATH"] = str(args.cache)
+    if args.query_cache_size is not None:
+        os.environ["CITETRACE_RETRIEVAL_QUERY_CACHE_SIZE"] = str(args.query_cache_size)
 
     corpus, queries, _train, test = scifact_core.load_scifact(args.data)
     docs = corpus if args.scifact_docs <= 0 else corpus[: args.scifact_docs]
@@ -444,6 +453,8 @@ def main() -> int:
         "questions": {"total": len(questions), "scifact": sum(t == "scifact" for t, _, _ in questions),
                       "sample": sum(t != "scifact" for t, _, _ in questions)},
         "asks_per_level": {str(c): n for c, n in asks_per_level.items()},
+        "retrieval_query_cache_size": args.query_cache_size if args.query_cache_size is not None else
+        RetrievalSettings.query_cache_size,
     }
     with tempfile.TemporaryDirectory(prefix="citetrace-ask-bench-") as tmp:
         tmp = Path(tmp)
@@ -460,7 +471,7 @@ def main() -> int:
             channel.close()
 
             progress("building the same cores in this process")
-            in_ask, close = build_in_process(tmp / "stack", tmp / "in-process", args.cache)
+            in_ask, close = build_in_process(tmp / "stack", tmp / "in-process", args.cache, args.query_cache_size)
             try:
                 closed_loop(in_ask, questions, 4, min(len(questions), 120))
                 result["in_process"] = run_levels("in-process", in_ask, questions, levels, asks_per_level,

@@ -209,6 +209,45 @@ def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
+class QueryVectorCache:
+    """A small in-memory LRU of query vectors keyed by (model_id, whitespace-normalised query).
+
+    The key is exact up to whitespace runs, which the tokenizer splits on anyway, so a hit returns
+    the very vector the model would compute. Thread-safe. ``size`` 0 disables it."""
+
+    def __init__(self, size: int = 1024) -> None:
+        from collections import OrderedDict
+
+        self._size = max(0, size)
+        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def embed(self, embedder: Embedder, query: str) -> np.ndarray:
+        if not self._size:
+            return embedder.embed([query])[0]
+        key = (embedder.model_id, " ".join(query.split()))
+        with self._lock:
+            vector = self._items.get(key)
+            if vector is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return vector
+            self.misses += 1
+        vector = embedder.embed([query])[0]
+        vector.setflags(write=False)  # shared between callers
+        with self._lock:
+            self._items[key] = vector
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return vector
+
+
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -12,7 +12,7 @@ import threading
 from datetime import UTC, datetime
 
 import numpy as np
-from citetrace.embeddings import Embedder, EmbeddingCache
+from citetrace.embeddings import Embedder, EmbeddingCache, QueryVectorCache
 from citetrace.kit import roles as R
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import (
@@ -204,6 +204,7 @@ class RetrievalCore:
                                      lexical_weight=settings.lexical_weight, vector_weight=settings.vector_weight,
                                      candidate_k=settings.candidate_k)
         self.cache: EmbeddingCache | None = None
+        self.query_vectors = QueryVectorCache(settings.query_cache_size)
         # Derived, in-memory view for fast hit resolution: passage_id -> (passage, text) and
         # (tenant, version_id) -> version. Rebuilt from the store; updated on every write.
         self._passages: dict[str, tuple[PassageRecord, str]] = {}
@@ -500,7 +501,7 @@ class RetrievalCore:
             vector = None
             if cmd.mode != "lexical":
                 with stage(SERVICE, "retrieval.embed"):
-                    vector = self.embedder.embed([cmd.query])[0]
+                    vector = self.query_vectors.embed(self.embedder, cmd.query)
             lexical: list[tuple[str, float]] = []
             dense: list[tuple[str, float]] = []
             both = getattr(self.backend, "candidate_lists", None)

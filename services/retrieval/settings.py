@@ -50,6 +50,9 @@ class Settings(ServerSettings):
     # Texts per ONNX Runtime call when embedding passages. 1 measured fastest for 256-token passages
     # on 2 cores (bench/results/retrieval.json, raw_embedding by batch size); queries are single texts.
     embedding_batch_size: int = 1
+    # Query vectors kept in memory (LRU, keyed by model id + whitespace-normalised query); a repeated
+    # question skips the ~8 ms embedding. 0 disables the cache.
+    query_cache_size: int = 1024
     # Chunking: passages are packed up to the target; one unit (a rule with its exceptions, a
     # table with its header) is kept whole up to the hard limit, then split (sentences / rows).
     chunk_target_chars: int = 700
@@ -79,6 +82,7 @@ class Settings(ServerSettings):
         require(self.fusion_method in FUSION_METHODS,
                 f"fusion_method must be one of {', '.join(FUSION_METHODS)}, got {self.fusion_method!r}")
         require(1 <= self.embedding_max_tokens <= 512, "embedding_max_tokens must be in 1..512")
+        require(self.query_cache_size >= 0, "query_cache_size must be >= 0")
         require(1 <= self.embedding_batch_size <= 256, "embedding_batch_size must be in 1..256")
         require(self.sqlite_synchronous in ("FULL", "NORMAL"), "sqlite_synchronous must be FULL or NORMAL")
         require(self.chunk_target_chars >= 50, "chunk_target_chars must be >= 50")

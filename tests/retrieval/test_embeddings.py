@@ -145,3 +145,32 @@ def test_cache_returns_what_the_embedder_computes(tmp_path, embedder):
     texts = ["Bring your insurance card.", "Fasting is required for 8 hours."]
     assert np.array_equal(cache.embed_cached(embedder, texts), cache.embed_cached(embedder, texts))
     assert np.allclose(cache.embed_cached(embedder, texts), embedder.embed(texts), atol=1e-6)
+
+
+def test_query_vector_cache_returns_the_models_vector_once_per_query(embedder):
+    from citetrace.embeddings import QueryVectorCache
+
+    cache = QueryVectorCache(size=2)
+    query = "When should I arrive for my MRI?"
+    first = cache.embed(embedder, query)
+    np.testing.assert_allclose(first, embedder.embed([query])[0], atol=1e-6)
+    # Whitespace runs are split by the tokenizer anyway: same key, same vector, no model call.
+    again = cache.embed(embedder, "  When should I arrive   for my MRI? ")
+    assert again is first and (cache.hits, cache.misses) == (1, 1)
+    # Case is not folded (the key stays exact): another entry.
+    cache.embed(embedder, query.upper())
+    cache.embed(embedder, "Can I cancel tomorrow?")  # evicts the least recently used
+    assert len(cache) == 2 and cache.misses == 3
+    cache.embed(embedder, query)
+    assert cache.misses == 4
+    with pytest.raises(ValueError):
+        first[0] = 1.0  # shared between callers: read-only
+
+
+def test_query_vector_cache_of_size_zero_always_embeds(embedder):
+    from citetrace.embeddings import QueryVectorCache
+
+    cache = QueryVectorCache(size=0)
+    cache.embed(embedder, "When should I arrive?")
+    cache.embed(embedder, "When should I arrive?")
+    assert len(cache) == 0 and cache.hits == 0
