@@ -237,7 +237,9 @@ def decide(
                         f"{missing_words}", coverage, sim, span)
     # Between the thresholds: similarity ranks the case for review (reported in score and reason);
     # it may lift a well-covered paraphrase only if the tuned thresholds allow it (never alone).
-    if similarity is not None and coverage >= thresholds.assist_coverage:
+    # A cosine similarity is at most 1: with assist_similarity above 1 the assist can never lift the
+    # verdict, so the embedding (the most expensive signal, ~8 ms per claim) is not computed at all.
+    if similarity is not None and coverage >= thresholds.assist_coverage and thresholds.assist_similarity <= 1.0:
         sim = similarity(claim, span or evidence_text)
         score = (1 - thresholds.embedding_weight) * coverage + thresholds.embedding_weight * max(sim, 0.0)
         if sim >= thresholds.assist_similarity:
