@@ -127,7 +127,7 @@ class TraceSink:
     Without the outbox module, records are delivered directly (and logged if lost)."""
 
     def __init__(self, target: str, auth: AuthSettings | None, outbox_path: Path, timeout: float,
-                 delivery: str = "background") -> None:
+                 delivery: str = "background", synchronous: str = "NORMAL") -> None:
         self._background = delivery == "background"
         self._timeout = timeout
         self._outbox = None
@@ -139,7 +139,7 @@ class TraceSink:
         else:
             deliver = grpc_deliverer(target, auth, service_name="orchestrator", timeout=timeout) if auth else \
                 self._direct
-            self._outbox = TraceOutbox(outbox_path, deliver)
+            self._outbox = TraceOutbox(outbox_path, deliver, synchronous=synchronous)
 
     @property
     def durable(self) -> bool:

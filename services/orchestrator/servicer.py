@@ -35,7 +35,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         load_policy()
         load_lexicon()
         self._sink = adapters.TraceSink(s.trace_target, self._auth, s.outbox_path(), s.trace_timeout_seconds,
-                                        s.trace_delivery)
+                                        s.trace_delivery, s.outbox_synchronous)
         self._sink.start()
         self._core = Orchestrator(
             adapters.SchedulerClient(s.scheduler_gateway_target), adapters.RetrievalClient(s.retrieval_target),

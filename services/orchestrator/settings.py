@@ -39,6 +39,9 @@ class Settings(ServerSettings):
     # deliverer (the answer does not wait for the trace service; trace_delivered is False).
     # "direct": RecordTrace before answering, the outbox only when the trace service fails.
     trace_delivery: str = "background"
+    # SQLite synchronous mode of the outbox file (WAL): NORMAL survives a crash of the process,
+    # FULL also an OS crash or power loss (one fsync per record on the answer path).
+    outbox_synchronous: str = "NORMAL"
     # Conflict detection looks at this many top hits.
     conflict_top_n: int = 4
     # Availability without a date: the next N days.
@@ -63,6 +66,7 @@ class Settings(ServerSettings):
         require(self.part_workers >= 1, "part_workers must be >= 1")
         require(self.max_question_chars >= 10, "max_question_chars must be >= 10")
         require(self.trace_delivery in ("background", "direct"), "trace_delivery must be background or direct")
+        require(self.outbox_synchronous in ("NORMAL", "FULL"), "outbox_synchronous must be NORMAL or FULL")
 
     def outbox_path(self) -> Path:
         return self.data_dir / "orchestrator" / "trace-outbox.sqlite"

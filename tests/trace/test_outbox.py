@@ -232,3 +232,29 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
             assert report.ok and report.records_checked == len(ids)
     proc.send_signal(signal.SIGTERM)
     proc.wait(15)
+
+
+def test_enqueued_records_survive_the_process_being_killed(tmp_path):
+    """enqueue() is what the orchestrator does on the answer path (synchronous=NORMAL in WAL):
+    once it returned, a SIGKILL of the process loses nothing, and the next outbox delivers in order."""
+    path = tmp_path / "outbox.db"
+    script = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from citetrace.outbox import TraceOutbox\n"
+        "from tracefixtures import make_record\n"
+        f"outbox = TraceOutbox({str(path)!r}, lambda record: None)\n"
+        "for i in range(5):\n"
+        "    outbox.enqueue(make_record(f'k-{i}'))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    delivered: list[str] = []
+    outbox = TraceOutbox(path, lambda record: delivered.append(record.trace_id))
+    try:
+        assert outbox.pending_count() == 5
+        assert outbox.flush() == 0
+    finally:
+        outbox.close()
+    assert delivered == [make_record(f"k-{i}").trace_id for i in range(5)]
