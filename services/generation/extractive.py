@@ -17,6 +17,7 @@ import math
 
 from citetrace import claimtext
 
+from services.generation import relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
 
 PROMPT_VERSION = "extractive-v1"
@@ -57,6 +58,7 @@ class _Candidate:
     table: int = -1  # passage rank of the table a row belongs to; -1 for other units
     own: float = 0.0  # score from the unit's own words (a row's cells)
     direct: float = 0.0  # score from the question's own words
+    coverage: float = 0.0  # share of the question's key terms the unit (with its title/heading) covers
 
 
 def _subject(passage) -> str:
@@ -71,16 +73,20 @@ def _subject(passage) -> str:
 class ExtractiveBackend:
     name = "extractive"
 
-    def __init__(self, max_claims: int = 3, selection_ratio: float = 0.45) -> None:
+    def __init__(self, max_claims: int = 3, selection_ratio: float = 0.45,
+                 relevance_threshold: float = relevance.DEFAULT_THRESHOLD) -> None:
         self.max_claims = max_claims
         self.selection_ratio = selection_ratio
+        self.relevance_threshold = relevance_threshold
 
     def settings(self) -> dict[str, str]:
-        return {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio)}
+        return {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio),
+                "relevance_threshold": str(self.relevance_threshold)}
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
         question = claimtext.content_set(request.question) - _QUESTION_NOISE - _CUE_STEMS
+        key_terms = relevance.key_terms(request.question, request.intent)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
         unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = []
@@ -89,6 +95,7 @@ class ExtractiveBackend:
             # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
             around = claimtext.content_set(f"{passage.title} {passage.heading_context} {passage.text}")
             heading = claimtext.content_set(passage.heading_context)
+            labelled = claimtext.content_set(f"{passage.title} {passage.heading_context}")
             # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer.
             asks = passage.heading_context.rstrip().endswith("?") and bool(question) and \
                 len(question & heading) * 2 >= len(question)
@@ -107,6 +114,7 @@ class ExtractiveBackend:
                         merged[key].labels.append(passage.label)
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
+                candidate.coverage = relevance.coverage(key_terms, claimtext.content_set(unit.text) | labelled)
                 merged[key] = candidate
                 stems = claimtext.content_set(raw_unit.cells or unit.text)
                 # A table row's header words count, but less than its own cells: the header is the
@@ -155,6 +163,10 @@ class ExtractiveBackend:
 
     def generate(self, request: GenerationRequest) -> Generated:
         offered = {p.label: p for p in request.passages}
+        # Evidence about someone or somewhere else answers nothing (relevance.py, signal 2).
+        if relevance.missing_entities(request.question, [f"{p.title} {p.heading_context} {p.text}"
+                                                         for p in request.passages]):
+            return Generated([], MODEL_ID, PROMPT_VERSION, self.settings())
         candidates = self.candidates(request)
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
@@ -169,6 +181,10 @@ class ExtractiveBackend:
         top = None
         for claim_id, candidate in candidates:
             if claim_id in excluded_ids:
+                continue
+            if top is None and candidate.coverage < self.relevance_threshold:
+                # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
+                # answer's lead claim must cover the question; the claims after it qualify it.
                 continue
             labels = [label for label in candidate.labels if label in offered and label not in excluded_labels]
             if not labels:

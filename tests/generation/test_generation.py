@@ -24,6 +24,7 @@ from .fixtures import TEXTS, labelled
 
 ARRIVAL = common_pb2.INTENT_ARRIVAL_PREPARATION
 CANCEL = common_pb2.INTENT_CANCELLATION_RESCHEDULING
+PROVIDER = common_pb2.INTENT_PROVIDER_INFORMATION
 
 
 @pytest.fixture
@@ -145,7 +146,9 @@ def test_budget_setting_and_request_budget_apply_in_rank_order(generate):
 
 
 def test_regeneration_drops_rejected_claims(generate):
-    request = pb.GenerateRequest(question="When should I arrive for my MRI?", intent=ARRIVAL,
+    # A question every arrival sentence answers (no key term beyond the intent's own words), so that
+    # claims remain after the first one is rejected.
+    request = pb.GenerateRequest(question="When should I arrive?", intent=ARRIVAL,
                                  passages=labelled("arrival", "cancellation"))
     first = generate(request)
     rejected = first.claims[0]
@@ -165,7 +168,7 @@ def test_regeneration_drops_rejected_claims(generate):
 
 
 def test_regeneration_drops_passage_with_structural_failure(generate):
-    request = pb.GenerateRequest(question="cancel or reschedule fee and arrival", intent=CANCEL,
+    request = pb.GenerateRequest(question="cancel or reschedule fee", intent=CANCEL,
                                  passages=labelled("cancellation", "arrival"))
     first = generate(request)
     s1_claims = [c for c in first.claims if "S1" in c.evidence_labels]
@@ -225,3 +228,28 @@ def test_bad_input_is_invalid_argument(generate, mutate, reason):
         generate(request)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).reason == reason
+
+
+def test_a_sentence_that_does_not_answer_the_question_is_not_an_answer(generate):
+    # Seed 000: ranking first is no reason to be cited. The arrival passage is about the clinic, not
+    # about dogs: every sentence is true and citable, none answers the question -> no claims.
+    reply = generate(pb.GenerateRequest(question="Can I bring my dog to the clinic?", intent=ARRIVAL,
+                                        passages=labelled("arrival")))
+    assert list(reply.claims) == []
+    assert reply.generator.settings["relevance_threshold"]
+    # The same passages answer a question they cover.
+    reply = generate(pb.GenerateRequest(question="What should I bring to check in?", intent=ARRIVAL,
+                                        passages=labelled("arrival")))
+    assert any("photo ID" in c.text for c in reply.claims)
+
+
+def test_a_named_provider_or_place_absent_from_the_passages_gets_no_claims(generate):
+    reply = generate(pb.GenerateRequest(question="Which languages does Dr. Quinn Nobody speak?", intent=PROVIDER,
+                                        passages=labelled("profile")))
+    assert list(reply.claims) == []
+    reply = generate(pb.GenerateRequest(question="Where do I check in at Cedar Main Street Clinic?",
+                                        intent=ARRIVAL, passages=labelled("arrival")))
+    assert list(reply.claims) == []
+    reply = generate(pb.GenerateRequest(question="Which languages does Dr. Lindqvist speak?", intent=PROVIDER,
+                                        passages=labelled("profile")))
+    assert any("Norwegian" in c.text for c in reply.claims)

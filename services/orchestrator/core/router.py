@@ -36,6 +36,9 @@ PART_KIND = {
     CLINICAL: "CLINICAL_BOUNDARY",
 }
 INTENT_ORDER = (AVAILABILITY, ARRIVAL, CANCELLATION, PROVIDER, OTHER)
+# The intents a policy document can be filed under that a question with no matched intent may be
+# about: availability is answered by the live slot part, never by a document.
+POLICY_INTENTS = (OTHER, ARRIVAL, CANCELLATION, PROVIDER)
 # The provider lexicon entry that only names a doctor (see data/router_lexicon.yaml).
 PROVIDER_BY_NAME = "re:\\bdr\\.? [a-z]+"
 DEFAULT_HORIZON_DAYS = 14
@@ -104,6 +107,9 @@ class PartPlan:
     missing: list[str] = dataclasses.field(default_factory=list)
     clarification: str = ""
     boundary: scope.Boundary | None = None
+    # The intent filter of a policy part's Search, decided up front from the question (never
+    # relaxed after a result): the part's own intent, or the union of the plausible ones.
+    search_intents: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -183,11 +189,14 @@ def route(
     by_intent: dict[str, list[str]] = {}
     first_seen: dict[str, int] = {}
     clinical_index = None
+    context: list[str] = []  # in-scope clauses that match no intent
     for index, verdict in enumerate(decision.clauses):
         if verdict.kind == scope.CLINICAL:
             clinical_index = index if clinical_index is None else clinical_index
             continue
         found = detect_intents(verdict.clause, lexicon)
+        if not found:
+            context.append(verdict.clause)
         if {i for i, _ in found} >= {AVAILABILITY, PROVIDER} and dict(found)[PROVIDER] == PROVIDER_BY_NAME:
             # "Is Dr. X available ...": the doctor is an entity of the slot request, not a question
             # about the provider.
@@ -270,8 +279,16 @@ def route(
     order = sorted(by_intent, key=lambda i: (first_seen[i], INTENT_ORDER.index(i)))
     plans: list[tuple[int, PartPlan]] = []
     for intent in order:
-        plan = PartPlan("", intent, PART_KIND[intent], by_intent[intent])
+        clauses = by_intent[intent]
+        if intent != AVAILABILITY and context and clinical_index is None and set(context) - set(clauses):
+            # "My child is ill. Do I pay the fee if I cancel today?": a clause with no intent of its own
+            # is context of the policy question (its search and its answer), in question order.
+            clauses = [c for c in decision.in_scope_clauses if c in context or c in clauses]
+            explanations.append(f"{intent}: {len(context)} clause(s) without an intent are its context")
+        plan = PartPlan("", intent, PART_KIND[intent], clauses)
         plan.query = _query(plan.clauses, result)
+        if intent != AVAILABILITY:
+            plan.search_intents = _search_intents(intent, by_intent, result.explanations)
         if intent == AVAILABILITY:
             _plan_slots(plan, result, date_range, as_of, horizon_days, permitted, ambiguous)
         plans.append((first_seen[intent], plan))
@@ -284,6 +301,18 @@ def route(
         plan.part_id = f"p{number}"
         result.parts.append(plan)
     return result
+
+
+def _search_intents(intent: str, by_intent: dict[str, list[str]], explanations: list[str]) -> tuple[str, ...]:
+    """The intent scope of a policy part's Search. A part whose intent a lexicon named searches
+    that intent only. A part with no named intent (OTHER: nothing matched) may be about any
+    policy, so it searches the union of the policy intents; the generator's relevance rule then
+    decides whether any passage answers it (else the part abstains)."""
+    if intent != OTHER or set(by_intent) - {OTHER, AVAILABILITY}:
+        return (intent,)
+    explanations.append("search scope: no intent lexicon matched, so the policy part searches the union of the "
+                        f"policy intents ({', '.join(POLICY_INTENTS)}); an answer must still cover the question")
+    return POLICY_INTENTS
 
 
 def _query(clauses: list[str], result: Route) -> str:

@@ -1,0 +1,142 @@
+"""Relevance before citation (seed 000: "ranking first is no reason to be cited"). A sentence that
+is true and well cited may still not answer the question asked; such a sentence is never shown.
+
+One rule, two signals, both explainable from the question and the offered passages alone:
+
+1. Coverage. The question's KEY TERMS are its stemmed content words minus stop words (English and
+   Norwegian function words), minus generic words that say nothing about the topic ("clinic",
+   "appointment", "happen", numbers), minus the words that only say which KIND of question it is
+   (the part's intent vocabulary: "arrive", "early" for arrival; "cancel", "fee" for
+   cancellation). A candidate sentence covers a key term when the term occurs in the sentence or
+   in its passage's title or heading path (the same stem, or one word a prefix of the other with at
+   least 5 letters: inflections the English stemmer does not know, "avbestiller"/"avbestilling").
+   coverage = covered key terms / key terms (1.0 when the question has none). A sentence may become
+   a claim only when coverage >= the threshold (services/generation/settings.py
+   `relevance_threshold`, chosen on the eval's "should answer" vs "should abstain" cases).
+2. Named entities. A provider named with a title ("Dr. Quinn Nobody") or a place named with a place
+   noun ("Cedar Main Street Clinic") whose distinctive words occur in none of the offered passages
+   means the evidence is about someone or somewhere else: no claim at all.
+
+If no sentence qualifies, the generator returns no claims and the part abstains honestly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import unicodedata
+
+from citetrace import claimtext
+
+_STEM = claimtext.stem
+# Chosen on the eval's cases (tests/eval/cases.yaml, "should answer" vs "should abstain"): see
+# bench/results/relevance-threshold.json and the report in the commit that set it.
+DEFAULT_THRESHOLD = 0.25
+
+
+def _stems(words: str) -> frozenset[str]:
+    return frozenset(_STEM(w) for w in words.split())
+
+
+# Words of a question that say nothing about what it is about.
+GENERIC = _stems(
+    """what when where which who how why need do does i i'm im my me is are there tell know want would like
+    anything something everything anyone anybody someone thing question clinic clinics appointment
+    appointments visit visits center centre office happen happens happened run running get go going come
+    coming take give let make say ask still ok okay allowed allow able possible way best usually really
+    exactly ever already yet just now time times please thanks thank hi hello dr family""")
+# Norwegian (nb-NO) function words and generic words ("time"/"timen" = the appointment).
+NORWEGIAN = _stems(
+    """hva hvor hvordan hvilken hvilke hvem når jeg meg min mitt mine du deg din ditt vi oss er var det
+    den de dette på til ved hos i og for om hvis en et ei som av å kan må skal vil bør har ha få fikk
+    noe noen ikke nå da så eller men fra etter timen timer time klinikken klinikk""")
+# The vocabulary that only says which kind of question a part is (its intent), never the topic.
+INTENT_WORDS: dict[str, frozenset[str]] = {
+    "ARRIVAL_PREPARATION": _stems(
+        """arrive arrival arriving early earlier late before minutes minute check checkin prepare preparation
+        bring wear fast fasting come present komme tidlig møte oppmøte ta med"""),
+    "CANCELLATION_RESCHEDULING": _stems(
+        """cancel cancelled cancelling cancellation reschedule rescheduling change move fee fees charge charged
+        pay cost costs notice hours advance late miss missed no-show show avbestille avbestiller avbestilling
+        gebyr flytte koster betale"""),
+    "PROVIDER_INFORMATION": _stems(
+        """dr doctor provider physician specialist clinician"""),
+    "AVAILABILITY": _stems("""book booking available availability slot slots open"""),
+}
+# A place noun ends a place name; these words of a place name are not distinctive on their own.
+_PLACE_NOUNS = ("clinic", "center", "centre", "hospital", "street", "practice", "surgery")
+_PLACE_GENERIC = frozenset({"clinic", "center", "centre", "hospital", "street", "practice", "surgery", "family",
+                            "imaging", "medical", "health", "main", "the", "at", "of"})
+_CAP = r"[A-ZÆØÅÀ-ÖØ-Þ][\w'-]*"
+_TITLED = re.compile(rf"\b(?:Dr\.?|Doctor)\s+({_CAP}(?:\s+{_CAP})*)")
+_PLACE = re.compile(rf"\b((?:{_CAP}\s+){{1,4}})(?:{'|'.join(n.capitalize() for n in _PLACE_NOUNS)})\b")
+_SENTENCE = re.compile(r"(?<=[.!?。？！])\s*")
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def question_sentences(question: str) -> str:
+    """The question without sentences addressed to an assistant ("Ignore previous instructions ...")."""
+    parts = [p for p in _SENTENCE.split(unicodedata.normalize("NFC", question)) if p.strip()]
+    kept = [p for p in parts if not claimtext.looks_like_instruction(p)]
+    return " ".join(kept or parts)
+
+
+def key_terms(question: str, intent: str) -> frozenset[str]:
+    terms = claimtext.content_set(question_sentences(question))
+    drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset())
+    drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
+    return frozenset(t for t in terms if t not in drop and not any(ch.isdigit() for ch in t))
+
+
+def covers(term: str, stems: frozenset[str]) -> bool:
+    if term in stems:
+        return True
+    return any(min(len(term), len(s)) >= 5 and (s.startswith(term) or term.startswith(s)) for s in stems)
+
+
+def coverage(terms: frozenset[str], stems: frozenset[str]) -> float:
+    if not terms:
+        return 1.0
+    return sum(covers(t, stems) for t in terms) / len(terms)
+
+
+@dataclasses.dataclass(frozen=True)
+class Entity:
+    surface: str
+    distinctive: tuple[str, ...]
+
+
+def named_entities(question: str) -> list[Entity]:
+    """Providers named with a title and places named with a place noun."""
+    text = question_sentences(unicodedata.normalize("NFC", question))
+    found: list[Entity] = []
+    for match in _TITLED.finditer(text):
+        words = tuple(w.casefold() for w in match[1].split())
+        found.append(Entity(match[0], words))
+    for match in _PLACE.finditer(text):
+        words = tuple(w.casefold() for w in match[1].split() if w.casefold() not in _PLACE_GENERIC)
+        # A capitalised sentence opening ("Is Northgate ...") is not part of the name.
+        if words:
+            found.append(Entity(match[0].strip(), words))
+    return found
+
+
+def missing_entities(question: str, passage_texts: list[str]) -> list[str]:
+    """Named entities of the question of which some distinctive word occurs in no offered passage."""
+    vocabulary: set[str] = set()
+    for text in passage_texts:
+        vocabulary.update(re.findall(r"[\w'-]+", _fold(text)))
+    missing = []
+    for entity in named_entities(question):
+        words = [w for w in entity.distinctive if w not in _CAPITALISED_FUNCTION_WORDS]
+        if words and not all(w in vocabulary for w in words):
+            missing.append(entity.surface)
+    return missing
+
+
+# Sentence openings that the place pattern may pick up ("Is Northgate Family Clinic ...").
+_CAPITALISED_FUNCTION_WORDS = frozenset(
+    ["is", "are", "does", "do", "can", "could", "will", "would", "should", "may", "what", "when", "where", "which", "who", "how", "the", "a", "an", "at", "in", "to", "for", "hva", "hvor", "når", "kan", "er"])
