@@ -81,13 +81,20 @@ def _score_variant(q_words: list[str], target: list[str]) -> tuple[float, str]:
     joined = "".join(target)
     n = len(target)
     best, surface = 0.0, ""
+    # One matcher per variant: the target's index (seq2) is built once, each window is seq1; a
+    # window whose cheap upper bound cannot beat the best so far is not scored (same result).
+    matcher = SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(joined)
     for size in {max(1, n - 1), n, n + 1}:
         for i in range(0, max(0, len(q_words) - size) + 1):
             window = q_words[i:i + size]
             candidate = "".join(window)
             if abs(len(candidate) - len(joined)) > max(3, len(joined) // 2):
                 continue
-            ratio = SequenceMatcher(None, candidate, joined, autojunk=False).ratio()
+            matcher.set_seq1(candidate)
+            if matcher.real_quick_ratio() <= best or matcher.quick_ratio() <= best:
+                continue
+            ratio = matcher.ratio()
             if len(joined) < 5 and ratio < 1.0:  # short names ("main") must be written exactly
                 continue
             if ratio > best:
