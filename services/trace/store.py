@@ -273,6 +273,10 @@ def _migrate(engine: Engine, command, Config) -> None:  # noqa: N803 - the alemb
                 conn.commit()
 
 
+_EXISTS_QUERY = sa.select(records.c.sequence).where(
+    records.c.tenant_id == sa.bindparam("tenant_id"), records.c.trace_id == sa.bindparam("trace_id"))
+
+
 def _needs_review_expr(rec):
     """True when a version the record cited had a version event after the record was created and
     no review of this record is newer than that event. Correlation to the outer record row is
@@ -345,9 +349,11 @@ class SqlTraceStore:
     def _append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult:
         with self.engine.begin() as conn:
             head = self._lock_head(conn, new.tenant_id)
-            existing = self._get(conn, new.tenant_id, new.trace_id)
-            if existing is not None:
-                return AppendResult(False, existing)
+            # A redelivery is rare: a primary-key probe first, the full record only when it exists.
+            if conn.execute(_EXISTS_QUERY, {"tenant_id": new.tenant_id, "trace_id": new.trace_id}).first():
+                existing = self._get(conn, new.tenant_id, new.trace_id)
+                if existing is not None:
+                    return AppendResult(False, existing)
             sequence = head.sequence + 1
             record_hash = hasher(sequence, head.record_hash)
             stored_at = utcnow_naive()
