@@ -85,7 +85,7 @@ class ExtractiveBackend:
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
-        question = claimtext.content_set(request.question) - _QUESTION_NOISE - _CUE_STEMS
+        question = relevance.terms(request.question) - _QUESTION_NOISE - _CUE_STEMS
         key_terms = relevance.key_terms(request.question, request.intent)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
@@ -93,7 +93,7 @@ class ExtractiveBackend:
         for rank, passage in enumerate(request.passages):
             # The passage around a unit (its heading, title and other sentences) is context:
             # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
-            around = claimtext.content_set(f"{passage.title} {passage.heading_context} {passage.text}")
+            around = relevance.terms(f"{passage.title} {passage.heading_context} {passage.text}")
             heading = claimtext.content_set(passage.heading_context)
             labelled = claimtext.content_set(f"{passage.title} {passage.heading_context}")
             # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer.
@@ -114,9 +114,9 @@ class ExtractiveBackend:
                         merged[key].labels.append(passage.label)
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
-                candidate.coverage = relevance.coverage(key_terms, claimtext.content_set(unit.text) | labelled)
+                candidate.coverage = relevance.coverage(key_terms, relevance.terms(unit.text) | labelled)
                 merged[key] = candidate
-                stems = claimtext.content_set(raw_unit.cells or unit.text)
+                stems = relevance.terms(raw_unit.cells or unit.text)
                 # A table row's header words count, but less than its own cells: the header is the
                 # same for every row.
                 shared = (claimtext.content_set(unit.text) - stems) if raw_unit.cells else frozenset()

@@ -44,7 +44,11 @@ GENERIC = _stems(
     anything something everything anyone anybody someone thing question clinic clinics appointment
     appointments visit visits center centre office happen happens happened run running get go going come
     coming take give let make say ask still ok okay allowed allow able possible way best usually really
-    exactly ever already yet just now time times please thanks thank hi hello dr family""")
+    exactly ever already yet just now time times please thanks thank hi hello dr family much many often
+    work works seen see accept accepts book booking bookings regular normal usual general
+    year years month months week weeks day days today tomorrow yesterday last next""")
+# Stop words after stemming: fragments such as "ins" of "walk-ins" stem to one ("in").
+_STOP_STEMS = frozenset(_STEM(w) for w in claimtext.STOPWORDS)
 # Norwegian (nb-NO) function words and generic words ("time"/"timen" = the appointment).
 NORWEGIAN = _stems(
     """hva hvor hvordan hvilken hvilke hvem når jeg meg min mitt mine du deg din ditt vi oss er var det
@@ -54,11 +58,11 @@ NORWEGIAN = _stems(
 INTENT_WORDS: dict[str, frozenset[str]] = {
     "ARRIVAL_PREPARATION": _stems(
         """arrive arrival arriving early earlier late before minutes minute check checkin prepare preparation
-        bring wear fast fasting come present komme tidlig møte oppmøte ta med"""),
+        bring wear fast fasting come present komme tidlig møte oppmøte ta med sent"""),
     "CANCELLATION_RESCHEDULING": _stems(
         """cancel cancelled cancelling cancellation reschedule rescheduling change move fee fees charge charged
         pay cost costs notice hours advance late miss missed no-show show avbestille avbestiller avbestilling
-        gebyr flytte koster betale"""),
+        gebyr flytte koster betale sent"""),
     "PROVIDER_INFORMATION": _stems(
         """dr doctor provider physician specialist clinician"""),
     "AVAILABILITY": _stems("""book booking available availability slot slots open"""),
@@ -84,11 +88,29 @@ def question_sentences(question: str) -> str:
     return " ".join(kept or parts)
 
 
+_CJK_RUN = re.compile(r"[\u3040-\u30FF\u4E00-\u9FFF]+")
+
+
+def terms(text: str) -> frozenset[str]:
+    """claimtext.content_set, with each run of Chinese/Japanese characters (no spaces between
+    words) as its character bigrams ("免费口译" -> 免费, 费口, 口译) instead of one long token."""
+    runs = _CJK_RUN.findall(text)
+    if not runs:
+        return claimtext.content_set(text)
+    base = claimtext.content_set(_CJK_RUN.sub(" ", text))
+    grams = {run[i:i + 2] for run in runs for i in range(max(1, len(run) - 1))}
+    return base | frozenset(grams)
+
+
 def key_terms(question: str, intent: str) -> frozenset[str]:
-    terms = claimtext.content_set(question_sentences(question))
-    drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset())
+    """What the question asks ABOUT. The names of the provider or place it asks about are not
+    among them: signal 2 checks those; coverage is about what is asked of them ("parking" at
+    Northgate, not "Northgate")."""
+    found = terms(question_sentences(question))
+    drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset()) | _STOP_STEMS
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
-    return frozenset(t for t in terms if t not in drop and not any(ch.isdigit() for ch in t))
+    drop |= frozenset(_STEM(w) for entity in named_entities(question) for w in entity.distinctive)
+    return frozenset(t for t in found if t not in drop and not any(ch.isdigit() for ch in t))
 
 
 def covers(term: str, stems: frozenset[str]) -> bool:

@@ -100,15 +100,20 @@ def test_clarification_for_missing_specialty(stack):
 
 
 def test_abstains_when_no_eligible_evidence(stack):
-    # borealis-clinics has no approved document for the intent "other": nothing eligible, and
-    # the filters are never relaxed to find something.
+    # borealis-clinics has no document about parking. A question with no matched intent searches
+    # the union of the policy intents (decided up front, in the route's explanations, never
+    # widened after the result); what it finds does not answer the question, so the part abstains
+    # and nothing is cited (seed 000: ranking first is no reason to be cited).
     response = stack.ask("Where can I park my car?", tenant="borealis-clinics")
     assert outcomes(response) == [("PART_KIND_OTHER_POLICY", "PART_OUTCOME_ABSTAINED_NO_EVIDENCE")]
     part = response.parts[0]
     assert not part.claims and part.answer_text
     assert part.next_action == c.NEXT_ACTION_CONTACT_SCHEDULING_DESK
+    assert any(e.startswith("search scope: no intent lexicon matched") for e in response.route.explanations)
     record = assert_traced(stack, response, tenant="borealis-clinics")
-    assert not record.parts[0].retrieval.retrieved
+    assert sorted(record.parts[0].retrieval.settings.filters.intents) == sorted(
+        ["other", "arrival_preparation", "cancellation_rescheduling", "provider_information"])
+    assert not record.parts[0].citations and not any(claim.shown for claim in record.parts[0].claims)
 
 
 def test_out_of_scope_clinical_and_emergency(stack):
