@@ -85,7 +85,9 @@ class ExtractiveBackend:
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
-        question = relevance.terms(request.question) - _QUESTION_NOISE - _CUE_STEMS
+        # A sentence of the question addressed to an assistant ("Ignore previous instructions ...")
+        # is not what the question asks about.
+        question = relevance.terms(relevance.question_sentences(request.question)) - _QUESTION_NOISE - _CUE_STEMS
         key_terms = relevance.key_terms(request.question, request.intent)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}

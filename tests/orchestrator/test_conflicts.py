@@ -93,3 +93,18 @@ def test_cancellation_notice_and_fee():
 
 def test_units_are_normalized():
     assert rule_quantities("arrive 1 hour early", ARRIVAL) == rule_quantities("arrive 60 minutes early", ARRIVAL)
+
+
+def test_a_conflict_only_on_the_quantity_the_question_asks_for():
+    # Two MRI documents of the same authority disagree on the lead time: a conflict for "when
+    # should I arrive", none for a question about jewellery (it asks for no lead time).
+    a = Candidate("S1", "p1", "doc-a", "v1", "preparation_instructions", "MRI: arrive 30 minutes before your scan.",
+                  "Imaging preparation > MRI")
+    b = Candidate("S2", "p2", "doc-b", "v2", "scheduling_policy", "MRI patients arrive 45 minutes early.",
+                  "MRI arrival")
+    asked = frozenset({"mri", "imaging"})
+    implies = LEX.type_implies_specialty
+    assert detect([a, b], ARRIVAL, VOCAB, asked, implies, question="When should I arrive for my MRI?") is not None
+    assert detect([a, b], ARRIVAL, VOCAB, asked, implies,
+                  question="Do I have to take off my jewellery for the MRI?") is None
+    assert detect([a, b], ARRIVAL, VOCAB, asked, implies) is not None  # no question given: condition 5 off

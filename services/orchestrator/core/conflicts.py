@@ -14,7 +14,10 @@ Two of the top N hits conflict when
      appointment type, from title, headings or text), or, when none was asked, both name the same
      qualifiers; and they are equally specific (both for every location, or both scoped to
      overlapping locations; a location-specific rule overrides a tenant-wide one, not a conflict);
-  4. they disagree: the rule quantities differ.
+  4. they disagree: the rule quantities differ;
+  5. the question asks for that quantity (QUESTION_ASKS: "when should I arrive" asks for the lead
+     time, "what does it cost" for the fee); "Do I take off my jewellery for the MRI?" asks for
+     none, so two MRI documents that disagree on the lead time are no conflict for it.
 Pure: candidates are plain data."""
 
 from __future__ import annotations
@@ -41,6 +44,14 @@ RULES = {
             "fee": re.compile(r"(?:\$|usd |nok |nzd |kr\.? ?)(\d+(?:\.\d\d)?)|\b(\d+(?:\.\d\d)?) ?(?:usd|nok|nzd|kr|dollars)\b"),
         },
     ),
+}
+# What a question must say to ask for a rule quantity (English and nb-NO).
+QUESTION_ASKS = {
+    "lead time": re.compile(r"\b(arriv\w*|early|earlier|when|what time|how (long|far|many minutes)|ahead|before|"
+                            r"check[- ]?in|come in|get there|be there|oppmøte|møte opp|tidlig|når)\b"),
+    "notice period": re.compile(r"\b(notice|when|how (late|long|far|many hours|many days)|ahead|before|in advance|"
+                                r"deadline|latest|senest|frist|når)\b"),
+    "fee": re.compile(r"\b(fee|fees|cost|costs|charge\w*|pay|price|penalty|gebyr|koster|betale)\b"),
 }
 _UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440}
 _WORDS = {"fifteen": "15", "thirty": "30", "forty-five": "45", "sixty": "60", "ten": "10", "twenty": "20",
@@ -125,9 +136,14 @@ def _same_specificity(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> b
 
 def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple[str, ...]],
            asked: frozenset[str] = frozenset(), implies: dict[str, str] | None = None,
-           top_n: int = 4) -> Conflict | None:
-    """The first conflicting pair among the top N candidates (rank order), or None."""
+           top_n: int = 4, question: str | None = None) -> Conflict | None:
+    """The first conflicting pair among the top N candidates (rank order), or None. With
+    `question`, only the quantities it asks for (condition 5) can conflict."""
     if intent not in RULES:
+        return None
+    wanted = None if question is None else {
+        kind for kind, pattern in QUESTION_ASKS.items() if pattern.search(" ".join(question.lower().split()))}
+    if wanted is not None and not wanted:
         return None
     stating = []
     for cand in candidates[:top_n]:
@@ -148,6 +164,8 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
         if not _same_specificity(a.location_scope, b.location_scope):
             continue
         for kind in sorted(set(qa) & set(qb)):
+            if wanted is not None and kind not in wanted:
+                continue
             if qa[kind] != qb[kind]:
                 about = ", ".join(sorted((wa & asked) if asked else wa)) or "no qualifier"
                 return Conflict(a, b, (

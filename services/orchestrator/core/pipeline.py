@@ -565,7 +565,7 @@ class Orchestrator:
                 None if scopes is None else scopes.get(h.passage.identity.version_id, ()),
             ) for i, h in enumerate(top) if scopes is None or h.passage.identity.version_id in scopes]
             return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
-                                    len(top))
+                                    len(top), question=" ".join(plan.clauses))
 
         found = detect(None)
         if found is None:
