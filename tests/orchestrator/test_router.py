@@ -144,3 +144,34 @@ def test_a_specialty_the_tenant_does_not_offer_asks_which_specialty():
 def test_context_of_a_clinical_question_is_not_a_part_of_its_own():
     result = route("I have a cardiology appointment tomorrow. Should I stop my blood thinner before it?", AS_OF, ACME)
     assert kinds(result) == ["CLINICAL_BOUNDARY"]
+
+
+def test_wording_not_about_the_appointment_does_not_make_an_intent():
+    import datetime as _dt
+
+    from services.orchestrator.core import router as _router
+
+    when = _dt.datetime(2026, 12, 1, 9, tzinfo=_dt.UTC)
+    late = _router.route("My shuttle was cancelled so I will be late. Will I still be seen?", when, None)
+    assert [p.intent for p in late.parts] == ["arrival_preparation"]
+    assert any("is not about the appointment" in e for e in late.explanations)
+    both = _router.route("My bus was cancelled, can I cancel my appointment?", when, None)
+    assert [p.intent for p in both.parts] == ["cancellation_rescheduling"]
+
+
+def test_a_question_with_no_intent_searches_the_union_of_policy_intents():
+    import datetime as _dt
+
+    from services.orchestrator.core import router as _router
+
+    when = _dt.datetime(2026, 12, 1, 9, tzinfo=_dt.UTC)
+    other = _router.route("Is parking free at the clinic?", when, None)
+    assert [p.intent for p in other.parts] == ["other"]
+    assert set(other.parts[0].search_intents) == {"other", "arrival_preparation", "cancellation_rescheduling",
+                                                  "provider_information"}
+    assert any(e.startswith("search scope:") for e in other.explanations)
+    arrival = _router.route("What happens if I'm running 15 minutes late?", when, None)
+    assert [(p.intent, p.search_intents) for p in arrival.parts] == [("arrival_preparation", ("arrival_preparation",))]
+    nb = _router.route("Barnet mitt er sykt. Må jeg betale gebyr hvis jeg avbestiller i dag?", when, None)
+    assert [p.intent for p in nb.parts] == ["cancellation_rescheduling"]
+    assert nb.parts[0].clauses[0] == "Barnet mitt er sykt."  # the clause without an intent is context

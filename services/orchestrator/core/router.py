@@ -51,6 +51,9 @@ class Lexicon:
     specialties: dict[str, tuple[str, ...]]
     appointment_types: dict[str, tuple[str, ...]]
     type_implies_specialty: dict[str, str]
+    # Phrases that look like an intent's words but are not about the appointment ("my bus was
+    # cancelled"): removed from a clause before its intents are detected.
+    not_intents: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
     @property
     def vocabulary(self) -> frozenset[str]:
@@ -83,6 +86,7 @@ def load_lexicon(path: Path = DATA_FILE) -> Lexicon:
         specialties={k: tuple(str(v).lower() for v in vs) for k, vs in raw["specialties"].items()},
         appointment_types={k: tuple(str(v).lower() for v in vs) for k, vs in raw["appointment_types"].items()},
         type_implies_specialty=dict(raw.get("type_implies_specialty") or {}),
+        not_intents=tuple((str(e), _phrase_pattern(str(e))) for e in raw.get("not_intents") or ()),
     )
 
 
@@ -135,6 +139,8 @@ class Route:
 def detect_intents(clause: str, lexicon: Lexicon) -> list[tuple[str, str]]:
     """(intent, matched entry) for each intent whose lexicon matches the clause."""
     text = fold(clause)
+    for _, pattern in lexicon.not_intents:
+        text = pattern.sub(" ", text)
     found: list[tuple[str, str]] = []
     for intent, entries in lexicon.intents.items():
         for entry, pattern in entries:
@@ -195,6 +201,9 @@ def route(
             clinical_index = index if clinical_index is None else clinical_index
             continue
         found = detect_intents(verdict.clause, lexicon)
+        for entry, pattern in lexicon.not_intents:
+            if pattern.search(fold(verdict.clause)):
+                explanations.append(f"clause {index + 1}: '{entry}' is not about the appointment (ignored for intents)")
         if not found:
             context.append(verdict.clause)
         if {i for i, _ in found} >= {AVAILABILITY, PROVIDER} and dict(found)[PROVIDER] == PROVIDER_BY_NAME:
