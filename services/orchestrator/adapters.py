@@ -4,6 +4,7 @@ kit.clients.call) and a deadline; a failed RPC becomes the kit DomainError of th
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import grpc
@@ -130,6 +131,8 @@ class TraceSink:
                  delivery: str = "background", synchronous: str = "NORMAL") -> None:
         self._background = delivery == "background"
         self._timeout = timeout
+        self._contexts: dict[str, object] = {}
+        self._contexts_lock = threading.Lock()
         self._outbox = None
         self._direct = TraceDelivery(target, auth, timeout)
         try:
@@ -139,7 +142,57 @@ class TraceSink:
         else:
             deliver = grpc_deliverer(target, auth, service_name="orchestrator", timeout=timeout) if auth else \
                 self._direct
-            self._outbox = TraceOutbox(outbox_path, deliver, synchronous=synchronous)
+            self._outbox = TraceOutbox(outbox_path, self._in_ask_trace(deliver), synchronous=synchronous)
+
+    # Span contexts of Asks whose records wait for background delivery (bounded; after a restart
+    # the trace ID alone is used as the remote parent).
+    _MAX_CONTEXTS = 10_000
+
+    def _remember_context(self, record: trace_pb.TraceRecord) -> None:
+        from opentelemetry import trace as otel_trace
+
+        span_context = otel_trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            with self._contexts_lock:
+                self._contexts[record.trace_id] = span_context
+                while len(self._contexts) > self._MAX_CONTEXTS:
+                    self._contexts.pop(next(iter(self._contexts)))
+
+    def _in_ask_trace(self, deliver):
+        """Delivery in the background still belongs to the Ask's OpenTelemetry trace: RecordTrace
+        and trace.record appear under the Ask's span (its trace ID is the record's trace ID)."""
+        import random
+
+        from opentelemetry import context as otel_context
+        from opentelemetry import trace as otel_trace
+
+        def delivered_in_trace(record: trace_pb.TraceRecord) -> None:
+            if otel_trace.get_current_span().get_span_context().is_valid:
+                deliver(record)  # direct delivery, inside the Ask's own span
+                return
+            with self._contexts_lock:
+                span_context = self._contexts.get(record.trace_id)
+            if span_context is None:
+                try:
+                    trace_id = int(record.trace_id, 16) if len(record.trace_id) == 32 else 0
+                except ValueError:
+                    trace_id = 0
+                if trace_id:
+                    span_context = otel_trace.SpanContext(
+                        trace_id, random.getrandbits(64) or 1, is_remote=True,
+                        trace_flags=otel_trace.TraceFlags(otel_trace.TraceFlags.SAMPLED))
+            if span_context is None:
+                deliver(record)
+                return
+            token = otel_context.attach(otel_trace.set_span_in_context(otel_trace.NonRecordingSpan(span_context)))
+            try:
+                deliver(record)
+            finally:
+                otel_context.detach(token)
+            with self._contexts_lock:
+                self._contexts.pop(record.trace_id, None)
+
+        return delivered_in_trace
 
     @property
     def durable(self) -> bool:
@@ -164,6 +217,7 @@ class TraceSink:
     def submit(self, record: trace_pb.TraceRecord) -> bool:
         if self._outbox is not None:
             if self._background:
+                self._remember_context(record)
                 self._outbox.enqueue(record)
                 return False
             return bool(self._outbox.submit(record))

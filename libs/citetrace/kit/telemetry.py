@@ -68,8 +68,18 @@ def flush_telemetry(timeout_ms: int = 5000) -> None:
         provider.force_flush(timeout_ms)
 
 
+_tracers: dict[str, trace.Tracer] = {}
+
+
 def tracer(name: str = "citetrace") -> trace.Tracer:
-    return trace.get_tracer(name)
+    """One tracer per name: the SDK's get_tracer builds a new Tracer (and a warnings filter) on
+    every call, which stage() would otherwise pay on every stage of every request. Before a
+    provider is installed this is OpenTelemetry's proxy tracer, which follows the provider set
+    later."""
+    found = _tracers.get(name)
+    if found is None:
+        found = _tracers.setdefault(name, trace.get_tracer(name))
+    return found
 
 
 @contextlib.contextmanager
