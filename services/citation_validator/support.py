@@ -22,6 +22,7 @@ embedding assist applies. Thresholds come from a file chosen on the labelled set
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,23 @@ from citetrace import claimtext
 
 SUPPORTED, UNSUPPORTED, UNRESOLVED = "SUPPORTED", "UNSUPPORTED", "UNRESOLVED"
 METHOD = "lexical-v1"
+
+
+class _CachedText:
+    """claimtext's pure text functions, memoised per text (bounded LRU, thread-safe): the same
+    passages and their units come back Ask after Ask, and one decision asks for the same stems
+    many times. Results are only read here (lists become tuples)."""
+
+    def __init__(self, size: int = 16384) -> None:
+        self.content_stems = functools.lru_cache(maxsize=size)(lambda t: tuple(claimtext.content_stems(t)))
+        self.content_set = functools.lru_cache(maxsize=size)(lambda t: claimtext.content_set(t))
+        self.tokens = functools.lru_cache(maxsize=size)(lambda t: tuple(claimtext.tokens(t)))
+        self.quantities = functools.lru_cache(maxsize=size)(lambda t: claimtext.quantities(t))
+        self.units = functools.lru_cache(maxsize=size)(lambda t: tuple(claimtext.units(t)))
+        self.negations = functools.lru_cache(maxsize=size)(lambda t: claimtext.negations(t))
+
+
+_ct = _CachedText()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +112,7 @@ _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z\u00C0-\u024F-]+")
 
 
 def _clauses(text: str, splitter: re.Pattern) -> list[str]:
-    return [c for c in splitter.split(text) if c and claimtext.content_stems(c)]
+    return [c for c in splitter.split(text) if c and _ct.content_stems(c)]
 
 
 def _quantity_ok(q: tuple[str, str], evidence: frozenset[tuple[str, str]]) -> bool:
@@ -109,10 +127,10 @@ def _quantity_ok(q: tuple[str, str], evidence: frozenset[tuple[str, str]]) -> bo
 
 def _best_units(claim: set[str], evidence: list[Evidence]) -> list[claimtext.Unit]:
     """The smallest set of evidence units (at most 3) that covers the claim greedily."""
-    units = [u for e in evidence for u in claimtext.units(e.text)] or [
+    units = [u for e in evidence for u in _ct.units(e.text)] or [
         claimtext.Unit(e.text, 0, len(e.text), "sentence") for e in evidence
     ]
-    sets = [(u, claimtext.content_set(u.text)) for u in units]
+    sets = [(u, _ct.content_set(u.text)) for u in units]
     chosen: list[claimtext.Unit] = []
     missing = set(claim)
     for _ in range(3):
@@ -131,25 +149,25 @@ def decide(
     thresholds: Thresholds,
     similarity: Callable[[str, str], float] | None = None,
 ) -> Decision:
-    stems = claimtext.content_stems(claim)
+    stems = _ct.content_stems(claim)
     claim_set = set(stems)
     if not claim_set:
         return Decision(UNRESOLVED, 0.0, "the claim has no content words to check")
     if not evidence:
         return Decision(UNSUPPORTED, 0.0, "no valid cited evidence")
     evidence_text = "\n".join(e.text for e in evidence)
-    evidence_set = claimtext.content_set(evidence_text) | claimtext.content_set(" ".join(e.context for e in evidence))
-    context_set = claimtext.content_set(" ".join(e.context for e in evidence))
+    evidence_set = _ct.content_set(evidence_text) | _ct.content_set(" ".join(e.context for e in evidence))
+    context_set = _ct.content_set(" ".join(e.context for e in evidence))
     covered = claim_set & evidence_set
     union_coverage = len(covered) / len(claim_set)
     span_units = _best_units(claim_set, evidence)
     # Local coverage: each clause of the claim must be stated by ONE unit of the evidence (plus its
     # title/heading), so two rules cannot be merged into a third ("do not eat" + "drink water" is
     # not "do not eat or drink").
-    all_units = [claimtext.content_set(u.text) for e in evidence for u in claimtext.units(e.text)] or [evidence_set]
+    all_units = [_ct.content_set(u.text) for e in evidence for u in _ct.units(e.text)] or [evidence_set]
     local = []
     for clause in _clauses(claim, _POLARITY_SPLIT) or [claim]:
-        c_set = set(claimtext.content_stems(clause))
+        c_set = set(_ct.content_stems(clause))
         if c_set:
             local.append(max(len(c_set & (u | context_set)) / len(c_set) for u in all_units))
     coverage = min([union_coverage, *local])
@@ -162,14 +180,14 @@ def decide(
 
     # Numbers and times: each clause's quantities must be in the evidence unit that clause is about
     # (the passage may say "30 minutes" about MRI and "15 minutes" about everything else).
-    unit_texts = [u.text for e in evidence for u in claimtext.units(e.text)] or [evidence_text]
-    unit_info = [(t, claimtext.content_set(t), claimtext.quantities(t)) for t in unit_texts]
-    evidence_quantities = claimtext.quantities(evidence_text)
+    unit_texts = [u.text for e in evidence for u in _ct.units(e.text)] or [evidence_text]
+    unit_info = [(t, _ct.content_set(t), _ct.quantities(t)) for t in unit_texts]
+    evidence_quantities = _ct.quantities(evidence_text)
     for clause in _clauses(claim, _POLARITY_SPLIT) or [claim]:
-        wanted = claimtext.quantities(clause)
+        wanted = _ct.quantities(clause)
         if not wanted:
             continue
-        words = {w for w in claimtext.content_stems(clause) if not w[0].isdigit()}
+        words = {w for w in _ct.content_stems(clause) if not w[0].isdigit()}
         overlaps = [len(words & u_set) for _, u_set, _ in unit_info]
         best = max(overlaps) if words else 0
         candidates = [info for info, n in zip(unit_info, overlaps, strict=True) if n == best] if best else []
@@ -181,49 +199,49 @@ def decide(
     # Names (clinics, people, days) and bounds must be the passage's own: "Northgate" is not
     # "Northside", "under 18" is not "over 18". Never paraphrasable, so never left to coverage.
     for name in _NAME.findall(claim):
-        name_stems = set(claimtext.content_stems(name))
+        name_stems = set(_ct.content_stems(name))
         if name_stems and not name_stems <= evidence_set:
             return conflict(f"the claim names '{name}', which the cited passage does not")
-    evidence_tokens = set(claimtext.tokens(evidence_text))
-    for word in sorted((set(claimtext.tokens(claim)) & COMPARATORS) - evidence_tokens):
+    evidence_tokens = set(_ct.tokens(evidence_text))
+    for word in sorted((set(_ct.tokens(claim)) & COMPARATORS) - evidence_tokens):
         return conflict(f"the claim says '{word}', a bound the cited passage does not state")
     # Polarity, clause by clause against the evidence clause each one matches best.
-    evidence_clauses = [(c, set(claimtext.content_stems(c))) for c in _clauses(span or evidence_text, _POLARITY_SPLIT)]
+    evidence_clauses = [(c, set(_ct.content_stems(c))) for c in _clauses(span or evidence_text, _POLARITY_SPLIT)]
     for clause in _clauses(claim, _POLARITY_SPLIT):
-        c_set = set(claimtext.content_stems(clause)) - claimtext.NEGATION_CUES
+        c_set = set(_ct.content_stems(clause)) - claimtext.NEGATION_CUES
         if not c_set or not evidence_clauses:
             continue
         best, best_set = max(evidence_clauses, key=lambda ec: (len(c_set & ec[1]) / len(c_set), -len(ec[1])))
         if len(c_set & best_set) / len(c_set) < 0.5:
             continue
-        if (claimtext.negations(clause) > 0) != (claimtext.negations(best) > 0):
-            claim_neg = claimtext.negations(clause) > 0
+        if (_ct.negations(clause) > 0) != (_ct.negations(best) > 0):
+            claim_neg = _ct.negations(clause) > 0
             return conflict(
                 "negation disagrees: the claim says '" + ("not" if claim_neg else "affirmative")
                 + "' where the cited passage says '" + ("affirmative" if claim_neg else "not") + "'"
             )
     # Qualifiers the evidence does not make.
-    for cue in sorted((claimtext.RESTRICTION_CUES | claimtext.UNIVERSAL_CUES | {"never"}) & set(claimtext.tokens(claim))):
+    for cue in sorted((claimtext.RESTRICTION_CUES | claimtext.UNIVERSAL_CUES | {"never"}) & set(_ct.tokens(claim))):
         if cue not in evidence_tokens:
             return conflict(f"the claim adds the qualifier '{cue}', which the cited passage does not state")
     # Restrictions and exceptions of the matched rule that the claim drops.
-    claim_tokens = set(claimtext.tokens(claim))
+    claim_tokens = set(_ct.tokens(claim))
     for unit in span_units:
-        dropped = (set(claimtext.tokens(unit.text)) & claimtext.RESTRICTION_CUES) - claim_tokens
-        if dropped and len(claimtext.content_set(unit.text) & claim_set) >= 2:
+        dropped = (set(_ct.tokens(unit.text)) & claimtext.RESTRICTION_CUES) - claim_tokens
+        if dropped and len(_ct.content_set(unit.text) & claim_set) >= 2:
             return conflict(f"the claim drops the restriction '{sorted(dropped)[0]}' of the rule it cites")
     for unit in span_units:
-        unit_cues = set(claimtext.tokens(unit.text)) & claimtext.EXCEPTION_CUES
+        unit_cues = set(_ct.tokens(unit.text)) & claimtext.EXCEPTION_CUES
         if unit_cues and not claim_tokens & claimtext.EXCEPTION_CUES:
             rule_part, _, exception_part = re.split(r"\b(" + "|".join(sorted(unit_cues)) + r")\b", unit.text,
                                                     maxsplit=1, flags=re.IGNORECASE)
             # What only the exception says (not the rule it qualifies) must be in the claim.
-            part_set = claimtext.content_set(exception_part) - claimtext.content_set(rule_part)
+            part_set = _ct.content_set(exception_part) - _ct.content_set(rule_part)
             if part_set and len(part_set & claim_set) / len(part_set) < 0.5:
                 return conflict(f"the claim drops the exception ('{sorted(unit_cues)[0]} ...') of the rule it cites")
     # Clauses with nothing behind them: added assertions.
     for clause in _clauses(claim, _CLAUSE_SPLIT):
-        c_set = set(claimtext.content_stems(clause))
+        c_set = set(_ct.content_stems(clause))
         c_cov = len(c_set & evidence_set) / len(c_set)
         if c_cov < thresholds.clause_coverage:
             missing = ", ".join(sorted(c_set - evidence_set))
