@@ -335,12 +335,15 @@ class OpenSearchBackend:
         return sorted(found)
 
     def _create_generation(self) -> str:
-        existing = {g.name for g in self.list_generations()}
+        existing = [g.name for g in self.list_generations()]
         stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
-        counter = 0
-        while f"{stamp}-{counter:03d}" in existing:
-            counter += 1
-        generation = f"{stamp}-{counter:03d}"
+        # Names must sort in creation order even after pruning freed a lower counter of this second:
+        # never reuse a name, continue after the newest existing one.
+        newest = max(existing, default="")
+        generation = f"{stamp}-000"
+        if newest >= generation:
+            newest_stamp, _, newest_counter = newest.rpartition("-")
+            generation = f"{max(stamp, newest_stamp)}-{int(newest_counter) + 1:03d}"
         self._call(
             "create index",
             self.client.indices.create,
