@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import re
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -213,6 +214,9 @@ class RetrievalCore:
         self._write_lock = threading.RLock()
         self._process_local_index = isinstance(self.backend, EmbeddedIndex)
         self._ready = False
+        # Called after a commit that may have queued version events (the servicer wires it to the
+        # background relay of services/retrieval/version_events.py).
+        self.on_version_events: Callable[[], None] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -363,7 +367,13 @@ class RetrievalCore:
                 for outcome in results:
                     for old in getattr(outcome, "superseded", ()):
                         self._refresh_version(old)
+            if any(getattr(outcome, "created", False) for outcome in results):
+                self._version_events_queued()
         return results
+
+    def _version_events_queued(self) -> None:
+        if self.on_version_events is not None:
+            self.on_version_events()
 
     def _prepare(self, principal: Principal, cmd: IngestCommand) -> _Prepared:
         doc = cmd.document
@@ -456,6 +466,8 @@ class RetrievalCore:
                 self.backend.set_version_status(after.tenant_id, after.version_id, after.status)
             for old in superseded:
                 self._refresh_version(old)
+        if before.status != after.status:
+            self._version_events_queued()
         return after
 
     # --- search -------------------------------------------------------------------------------

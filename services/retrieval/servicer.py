@@ -6,9 +6,11 @@ import logging
 from datetime import UTC, datetime
 
 from citetrace.common.v1 import common_pb2
+from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument, Unavailable
 from citetrace.kit.server import ServiceSpec
+from citetrace.kit.settings import SettingsError, load_settings
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from google.protobuf import timestamp_pb2
@@ -23,6 +25,8 @@ from services.retrieval.core import (
 )
 from services.retrieval.settings import Settings
 from services.retrieval.store.records import DocumentRecord, PassageRecord, VersionRecord
+from services.retrieval.trace_notify import TraceVersionEventSender
+from services.retrieval.version_events import VersionEventRelay
 
 log = logging.getLogger("citetrace.retrieval")
 
@@ -42,15 +46,35 @@ _MODE_TO_PB = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_LEXICA
 
 
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
-    def __init__(self, core: RetrievalCore) -> None:
+    def __init__(self, core: RetrievalCore, auth: AuthSettings | None = None) -> None:
         self.core = core
+        self.auth = auth
+        self.relay: VersionEventRelay | None = None
         self._ready = False
 
     def warm_up(self) -> None:
         self.core.warm_up()
+        self._start_relay()
         self._ready = True
 
+    def _start_relay(self) -> None:
+        """Version events go to the trace service in the background; without a key that can sign
+        service tokens they stay queued in the store of record (and are delivered after a restart
+        with one)."""
+        s = self.core.settings
+        if self.auth is None or not (self.auth.hs256_secret or self.auth.rs256_private_key_file):
+            log.warning("retrieval: no CITETRACE_AUTH_* signing key: version events stay queued for the trace service")
+            return
+        self.relay = VersionEventRelay(
+            self.core.store, TraceVersionEventSender(s.trace_target, self.auth, s.trace_timeout_seconds),
+            poll_seconds=s.version_event_poll_seconds, backoff_base_seconds=s.version_event_backoff_seconds,
+            backoff_max_seconds=s.version_event_max_backoff_seconds)
+        self.core.on_version_events = self.relay.wake
+        self.relay.start()
+
     def close(self) -> None:
+        if self.relay is not None:
+            self.relay.stop()
         self.core.close()
 
     def _core(self) -> RetrievalCore:
@@ -202,10 +226,15 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
     )
 
 
-def build_spec(settings: Settings, core: RetrievalCore | None = None) -> ServiceSpec:
+def build_spec(settings: Settings, core: RetrievalCore | None = None, auth: AuthSettings | None = None) -> ServiceSpec:
+    if auth is None:
+        try:
+            auth = load_settings(AuthSettings, AUTH_PREFIX)
+        except SettingsError:
+            auth = None  # in-process contract tests; warm_up logs that version events stay queued
     return ServiceSpec(
         name="retrieval",
         full_name=pb.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
-        servicer=RetrievalServicer(core or RetrievalCore(settings)),
+        servicer=RetrievalServicer(core or RetrievalCore(settings), auth),
         register=pb_grpc.add_RetrievalServiceServicer_to_server,
     )

@@ -68,6 +68,14 @@ class Settings(ServerSettings):
     # BM25 parameters of the embedded index (tuned on SciFact TRAIN: k1 1.2, b 0.75).
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    # Version events (superseded / retired) for the trace service, which lists the answers citing
+    # them as needing re-review: queued in the store of record with the change, then delivered in
+    # the background with exponential backoff (services/retrieval/version_events.py).
+    trace_target: str = "127.0.0.1:50056"
+    trace_timeout_seconds: float = 5.0
+    version_event_poll_seconds: float = 2.0
+    version_event_backoff_seconds: float = 0.5
+    version_event_max_backoff_seconds: float = 30.0
     # Request limits.
     max_k: int = 50
     max_query_chars: int = 2000
@@ -93,6 +101,10 @@ class Settings(ServerSettings):
                 and self.lexical_weight + self.vector_weight > 0, "weights must be >= 0 and not both 0")
         require(self.candidate_k >= 1, "candidate_k must be >= 1")
         require(self.bm25_k1 >= 0 and 0 <= self.bm25_b <= 1, "need bm25_k1 >= 0 and 0 <= bm25_b <= 1")
+        require(self.trace_timeout_seconds > 0, "trace_timeout_seconds must be > 0")
+        require(self.version_event_poll_seconds > 0, "version_event_poll_seconds must be > 0")
+        require(0 < self.version_event_backoff_seconds <= self.version_event_max_backoff_seconds,
+                "need 0 < version_event_backoff_seconds <= version_event_max_backoff_seconds")
         require(1 <= self.max_k <= 1000, "max_k must be in 1..1000")
         require(self.candidate_k >= self.max_k, "candidate_k must be >= max_k")
         require(self.max_query_chars >= 1, "max_query_chars must be >= 1")

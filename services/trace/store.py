@@ -498,17 +498,28 @@ class SqlTraceStore:
             source_policy_version=r.source_policy_version, created_at=r.created_at) for r in rows]
 
     def add_version_event(self, row: VersionEventRow) -> int:
-        """Appends the event; returns how many of the tenant's records cited the version before it."""
+        """Appends the event; returns how many of the tenant's records cited the version before it.
+
+        Idempotent: the same event again (tenant, version, kind, replaced_by) appends nothing and
+        counts against the first one's time. Retrieval delivers its events at least once, and a
+        repeated event must not make already re-reviewed answers need review again."""
         with self.engine.begin() as conn:
-            conn.execute(version_events.insert().values(
-                tenant_id=row.tenant_id, version_id=row.version_id, kind=row.kind,
-                replaced_by_version_id=row.replaced_by_version_id, actor_ref=row.actor_ref,
-                created_at=row.created_at))
+            first = conn.execute(sa.select(version_events.c.created_at).where(
+                version_events.c.tenant_id == row.tenant_id, version_events.c.version_id == row.version_id,
+                version_events.c.kind == row.kind,
+                version_events.c.replaced_by_version_id == row.replaced_by_version_id)
+                .order_by(version_events.c.id).limit(1)).scalar()
+            if first is None:
+                conn.execute(version_events.insert().values(
+                    tenant_id=row.tenant_id, version_id=row.version_id, kind=row.kind,
+                    replaced_by_version_id=row.replaced_by_version_id, actor_ref=row.actor_ref,
+                    created_at=row.created_at))
+            created_at = row.created_at if first is None else first
             return int(conn.execute(
                 sa.select(sa.func.count()).select_from(records.join(facets, sa.and_(
                     facets.c.tenant_id == records.c.tenant_id, facets.c.trace_id == records.c.trace_id)))
                 .where(records.c.tenant_id == row.tenant_id, facets.c.kind == "version",
-                       facets.c.value == row.version_id, records.c.created_at < row.created_at)).scalar_one())
+                       facets.c.value == row.version_id, records.c.created_at < created_at)).scalar_one())
 
     def redact_older_than(self, tenant_id: str, cutoff: dt.datetime, reason: str, actor_ref: str,
                           now: dt.datetime) -> int:

@@ -238,3 +238,33 @@ def test_a_review_clears_re_review_only_for_its_own_trace(store):
     core.record_review(reviewer, pb.RecordReviewRequest(trace_id="rr-1", decision=pb.REVIEW_DECISION_ACCEPTED))
     assert needing() == ["rr-2"]
     assert store.get(TENANT, "rr-2").needs_review and not store.get(TENANT, "rr-1").needs_review
+
+
+def test_a_repeated_version_event_is_harmless(store):
+    """Retrieval delivers version events at least once: the same event again appends nothing,
+    counts the same traces, and does not flag an answer reviewed after the first delivery."""
+    core = TraceCore(store)
+    created = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(minutes=1)
+    core.record_trace(WRITER, make_record("rep-1", created_at=created))
+    version_id = make_record("x").parts[0].citations[0].version_id
+    retrieval = Principal(TENANT, "service:retrieval", ("service",))
+    event = pb.RecordVersionEventRequest(version_id=version_id, kind=pb.VERSION_EVENT_KIND_SUPERSEDED,
+                                         replaced_by_version_id="v" + "9" * 63)
+    assert core.record_version_event(retrieval, event) == 1
+
+    def needing():
+        return [t.trace_id for t in core.list_traces(AUDITOR, pb.ListTracesRequest(needs_review=True)).traces]
+
+    assert needing() == ["rep-1"]
+    core.record_review(Principal(TENANT, "rev-1", ("reviewer",)),
+                       pb.RecordReviewRequest(trace_id="rep-1", decision=pb.REVIEW_DECISION_ACCEPTED))
+    assert needing() == []
+    core.record_trace(WRITER, make_record("rep-2"))  # created after the first delivery
+    assert core.record_version_event(retrieval, event) == 1  # the redelivery: same count, same time
+    assert needing() == []
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM trace_version_events")).scalar_one() == 1
+    # A different event on the same version (another successor, or retirement) is a new event.
+    core.record_version_event(retrieval, pb.RecordVersionEventRequest(
+        version_id=version_id, kind=pb.VERSION_EVENT_KIND_RETIRED))
+    assert sorted(needing()) == ["rep-1", "rep-2"]

@@ -61,7 +61,7 @@ def _service_env(info: ServiceInfo, data_dir: Path, offset: int, secret: str) ->
     if info.name in _STATEFUL:
         env[f"{info.env_prefix}DATA_DIR"] = str(data_dir.resolve())
     for other in SERVICES:  # callers find their downstreams at the shifted ports
-        if other.name != info.name and info.name in ("orchestrator", "citation_validator"):
+        if other.name != info.name and info.name in ("orchestrator", "citation_validator", "retrieval"):
             env[f"{info.env_prefix}{other.name.upper()}_TARGET"] = f"127.0.0.1:{other.port + offset}"
     return _known_only(info, env)
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     ForeignKeyConstraint,
@@ -107,3 +108,25 @@ class PassageRow(Base):
     extraction_version: Mapped[str] = mapped_column(String(128))
     # False once a later extraction of the same version replaced it (kept for old traces).
     active: Mapped[bool] = mapped_column(Boolean)
+
+
+class VersionEventOutboxRow(Base):
+    """A version event (superseded / retired) waiting for, or already delivered to, the trace
+    service. Written in the transaction that changes the version (migration 0002)."""
+
+    __tablename__ = "ret_version_events_outbox"
+    __table_args__ = (
+        Index("ix_ret_version_events_outbox_pending", "delivered_at", "next_attempt_at", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    version_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))  # superseded | retired
+    replaced_by_version_id: Mapped[str] = mapped_column(String(64))  # "" for retired
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    attempts: Mapped[int] = mapped_column(Integer)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_error: Mapped[str] = mapped_column(Text)

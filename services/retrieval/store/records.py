@@ -134,3 +134,21 @@ def successor_of(new: VersionRecord, others: list[VersionRecord]) -> VersionReco
     if new.valid_to is not None and new.valid_to <= first.valid_from:
         return None
     return first
+
+
+SUPERSEDED_EVENT, RETIRED_EVENT = "superseded", "retired"
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionEvent:
+    """A row of the version-event outbox: something the trace service must hear about."""
+
+    id: int
+    tenant_id: str
+    version_id: str
+    kind: str  # superseded | retired
+    replaced_by_version_id: str
+    created_at: datetime
+    attempts: int
+    delivered_at: datetime | None = None
+    last_error: str = ""

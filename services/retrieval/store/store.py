@@ -19,12 +19,16 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .models import DocumentRow, PassageRow, VersionRow
+from .models import DocumentRow, PassageRow, VersionEventOutboxRow, VersionRow
 from .records import (
     APPROVED,
+    RETIRED,
+    RETIRED_EVENT,
+    SUPERSEDED_EVENT,
     DocumentRecord,
     IngestOutcome,
     PassageRecord,
+    VersionEvent,
     VersionRecord,
     successor_of,
     supersession_end,
@@ -179,6 +183,19 @@ class Store:
                 return None
             doc = s.get(DocumentRow, (tenant_id, row.document_id))
             return _version_record(row, doc.source_class)
+
+    def passage_exists(self, passage_id: str) -> bool:
+        """Whether a passage with this ID exists in ANY tenant (primary-key lookup). Only for
+        counting blocked scope violations; never tells a caller anything."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(PassageRow.passage_id).where(PassageRow.passage_id == passage_id)
+                                .limit(1)).first() is not None
+
+    def version_exists(self, version_id: str) -> bool:
+        """Whether a version with this ID exists in ANY tenant (same purpose as passage_exists)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(VersionRow.version_id).where(VersionRow.version_id == version_id)
+                                .limit(1)).first() is not None
 
     def get_version_text(self, tenant_id: str, version_id: str) -> str | None:
         with self._session() as s:
@@ -389,16 +406,19 @@ class Store:
             VersionRow.tenant_id == new.tenant_id, VersionRow.document_id == new.document_id,
             VersionRow.status == APPROVED, VersionRow.version_id != new.version_id)))
         changed = []
+        now = new_row.status_changed_at
         for row in rows:
             end = supersession_end(new, _version_record(row, source_class))
             if end is not None:
                 row.valid_to = end
                 row.superseded_by_version_id = new.version_id
                 changed.append(_version_record(row, source_class))
+                self._add_event(s, row.tenant_id, row.version_id, SUPERSEDED_EVENT, new.version_id, now)
         successor = successor_of(new, [_version_record(row, source_class) for row in rows])
         if successor is not None:
             new_row.valid_to = successor.valid_from
             new_row.superseded_by_version_id = successor.version_id
+            self._add_event(s, new_row.tenant_id, new_row.version_id, SUPERSEDED_EVENT, successor.version_id, now)
         s.flush()
         return sorted(changed, key=lambda v: v.version_id)
 
@@ -419,5 +439,60 @@ class Store:
                 row.status_changed_at = now
                 s.flush()
                 superseded = self._supersede(s, row, doc.source_class)
+                if status == RETIRED:
+                    self._add_event(s, tenant_id, version_id, RETIRED_EVENT, "", now)
             after = _version_record(row, doc.source_class)
         return before, after, superseded
+
+    # --- version-event outbox ---------------------------------------------------------------------
+
+    @staticmethod
+    def _add_event(s: Session, tenant_id: str, version_id: str, kind: str, replaced_by: str,
+                   now: datetime) -> None:
+        """Queued in the caller's transaction: the event exists exactly when the change does."""
+        s.add(VersionEventOutboxRow(tenant_id=tenant_id, version_id=version_id, kind=kind,
+                                    replaced_by_version_id=replaced_by, created_at=now, attempts=0,
+                                    next_attempt_at=now, delivered_at=None, last_error=""))
+
+    def due_version_events(self, now: datetime, limit: int = 100) -> list[VersionEvent]:
+        """Undelivered events whose next attempt is due, oldest first."""
+        with self._session() as s:
+            rows = s.scalars(select(VersionEventOutboxRow).where(
+                VersionEventOutboxRow.delivered_at.is_(None), VersionEventOutboxRow.next_attempt_at <= now)
+                .order_by(VersionEventOutboxRow.id).limit(limit))
+            return [_event_record(r) for r in rows]
+
+    def version_events(self, tenant_id: str | None = None) -> list[VersionEvent]:
+        """Every event (delivered or not), oldest first: the outbox is also the log."""
+        with self._session() as s:
+            query = select(VersionEventOutboxRow).order_by(VersionEventOutboxRow.id)
+            if tenant_id is not None:
+                query = query.where(VersionEventOutboxRow.tenant_id == tenant_id)
+            return [_event_record(r) for r in s.scalars(query)]
+
+    def pending_version_event_count(self) -> int:
+        with self._session() as s:
+            return int(s.scalar(select(func.count()).select_from(VersionEventOutboxRow)
+                                .where(VersionEventOutboxRow.delivered_at.is_(None))) or 0)
+
+    def mark_event_delivered(self, event_id: int, now: datetime) -> None:
+        with self._session() as s, s.begin():
+            row = s.get(VersionEventOutboxRow, event_id)
+            if row is not None and row.delivered_at is None:
+                row.delivered_at = now
+                row.attempts += 1
+                row.last_error = ""
+
+    def mark_event_failed(self, event_id: int, error: str, next_attempt_at: datetime) -> None:
+        with self._session() as s, s.begin():
+            row = s.get(VersionEventOutboxRow, event_id)
+            if row is not None and row.delivered_at is None:
+                row.attempts += 1
+                row.last_error = error[:2000]
+                row.next_attempt_at = next_attempt_at
+
+
+def _event_record(row: VersionEventOutboxRow) -> VersionEvent:
+    return VersionEvent(id=row.id, tenant_id=row.tenant_id, version_id=row.version_id, kind=row.kind,
+                        replaced_by_version_id=row.replaced_by_version_id, created_at=row.created_at,
+                        attempts=row.attempts, delivered_at=row.delivered_at, last_error=row.last_error)
