@@ -17,6 +17,7 @@ from citetrace.embeddings import Embedder, EmbeddingCache, QueryVectorCache
 from citetrace.kit import roles as R
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import (
+    DataLoss,
     DomainError,
     FailedPrecondition,
     InvalidArgument,
@@ -24,7 +25,7 @@ from citetrace.kit.errors import (
     PermissionDenied,
     Unavailable,
 )
-from citetrace.kit.metrics import RETRIEVAL_EMPTY
+from citetrace.kit.metrics import RETRIEVAL_EMPTY, record_digest_failure, scope_violation_blocked
 from citetrace.kit.telemetry import set_attributes, stage
 
 from services.retrieval.chunker import MarkdownChunker, normalize_text
@@ -610,7 +611,12 @@ class RetrievalCore:
         for pid in passage_ids:
             entry = found.get(pid)
             if entry is None or not self._can_read(principal, entry[2]):
+                # Outside the caller's scope (another tenant, audience, draft) answers exactly like a
+                # passage that does not exist; only the metric tells them apart (miss path only).
+                if entry is not None or self.store.passage_exists(pid):
+                    scope_violation_blocked(SERVICE)
                 raise NotFound("PASSAGE_NOT_FOUND", f"no passage {pid} visible to the caller", passage_id=pid)
+            self._check_passage_digest(*entry)
             out.append(ReadPassage(*entry))
         for span in spans:
             out.append(self._read_span(principal, span))
@@ -624,6 +630,8 @@ class RetrievalCore:
             raise InvalidArgument("MISSING_VERSION_ID", "every span needs a version_id")
         version = self.store.get_version(principal.tenant_id, span.version_id)
         if version is None or not self._can_read(principal, version):
+            if version is not None or self.store.version_exists(span.version_id):
+                scope_violation_blocked(SERVICE)
             raise NotFound("VERSION_NOT_FOUND", f"no version {span.version_id!r} visible to the caller",
                            version_id=span.version_id)
         if not 0 <= span.start < span.end <= version.text_length:
@@ -631,9 +639,14 @@ class RetrievalCore:
                                   f"span [{span.start}, {span.end}) is not inside the version text "
                                   f"[0, {version.text_length})")
         text = self.store.get_version_text(principal.tenant_id, span.version_id) or ""
+        if version_id_of(text) != version.version_id:  # the version ID is the digest of its text
+            raise self._digest_failure("VERSION_DIGEST_MISMATCH",
+                                       f"the stored text of version {version.version_id} no longer matches its "
+                                       "digest; refusing to serve it", version_id=version.version_id)
         pid = passage_id_of(version.tenant_id, version.document_id, version.version_id, span.start, span.end)
         stored = self.store.get_passages(principal.tenant_id, [pid]).get(pid)
         if stored is not None:
+            self._check_passage_digest(*stored)
             return ReadPassage(*stored)
         # A span that is not a stored passage: identity computed the same way; the heading context
         # of the stored passage that contains its start.
@@ -648,6 +661,21 @@ class RetrievalCore:
                                 content_sha256=sha256_hex(body), source_anchor=anchor, heading_context=context,
                                 extraction_version=version.extraction_version, active=False)
         return ReadPassage(passage, body, version)
+
+    def _check_passage_digest(self, passage: PassageRecord, text: str, version: VersionRecord) -> None:
+        """The span read back from the store must hash to the passage's content_sha256 (~1 us per
+        passage); otherwise the store was changed behind the service: DATA_LOSS, never wrong text."""
+        if sha256_hex(text) != passage.content_sha256:
+            raise self._digest_failure("PASSAGE_DIGEST_MISMATCH",
+                                       f"the stored text of passage {passage.passage_id} no longer matches its "
+                                       "content_sha256; refusing to serve it",
+                                       passage_id=passage.passage_id, version_id=version.version_id)
+
+    @staticmethod
+    def _digest_failure(reason: str, message: str, **metadata: str) -> DataLoss:
+        record_digest_failure(SERVICE, "version_text")
+        log.error("retrieval: %s: %s", reason, message)
+        return DataLoss(reason, message, **metadata)
 
     @staticmethod
     def _can_read(principal: Principal, version: VersionRecord) -> bool:

@@ -21,6 +21,7 @@ class Code(Enum):
     UNIMPLEMENTED = "UNIMPLEMENTED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
     INTERNAL = "INTERNAL"
+    DATA_LOSS = "DATA_LOSS"
 
 
 class DomainError(Exception):
@@ -80,6 +81,12 @@ class ResourceExhausted(DomainError):
 
 class Unimplemented(DomainError):
     code = Code.UNIMPLEMENTED
+
+
+class DataLoss(DomainError):
+    """Stored data no longer matches its own digest (corruption): refuse rather than serve it."""
+
+    code = Code.DATA_LOSS
 
 
 def not_built_yet(rpc: str, issue: str) -> Unimplemented:
