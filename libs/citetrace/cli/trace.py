@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -50,13 +51,24 @@ def trace_stub(args: argparse.Namespace) -> pb_grpc.TraceServiceStub:
     return pb_grpc.TraceServiceStub(grpc.insecure_channel(args.target or target(args.data_dir, "trace")))
 
 
-def rpc(method, request, token: str, timeout: float = 30.0):
-    try:
-        return method(request, timeout=timeout, metadata=bearer_metadata(token))
-    except grpc.RpcError as err:
-        info = error_info(err)
-        reason = f" [{info.reason}]" if info is not None else ""
-        fail(f"{err.code().name}{reason}: {err.details()}", code=1)
+def rpc(method, request, token: str, timeout: float = 30.0, not_found_patience: float = 0.0):
+    """`not_found_patience`: seconds during which NOT_FOUND is retried (a record just answered may
+    still be in the orchestrator's outbox, delivered in the background within milliseconds)."""
+    patience = time.monotonic() + not_found_patience
+    while True:
+        try:
+            return method(request, timeout=timeout, metadata=bearer_metadata(token))
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() < patience:
+                time.sleep(0.1)
+                continue
+            _fail_rpc(err)
+
+
+def _fail_rpc(err: grpc.RpcError):
+    info = error_info(err)
+    reason = f" [{info.reason}]" if info is not None else ""
+    fail(f"{err.code().name}{reason}: {err.details()}", code=1)
 
 
 def enum_name(enum, value: int, prefix: str) -> str:
@@ -162,7 +174,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- show --------------------------------------------------------------------------------------------
 
 def run_show(args: argparse.Namespace) -> int:
-    reply = rpc(trace_stub(args).GetTrace, pb.GetTraceRequest(trace_id=args.trace_id), token_of(args))
+    reply = rpc(trace_stub(args).GetTrace, pb.GetTraceRequest(trace_id=args.trace_id), token_of(args),
+                not_found_patience=3.0)
     if args.json:
         print(json_format.MessageToJson(reply, preserving_proto_field_name=True, indent=2))
     else:
@@ -371,7 +384,8 @@ def build_receipt(reply: pb.GetTraceResponse, availability: dict[str, dict], ava
 
 def run_export(args: argparse.Namespace) -> int:
     token = token_of(args)
-    reply = rpc(trace_stub(args).GetTrace, pb.GetTraceRequest(trace_id=args.trace_id), token)
+    reply = rpc(trace_stub(args).GetTrace, pb.GetTraceRequest(trace_id=args.trace_id), token,
+                not_found_patience=3.0)
     pids = list(dict.fromkeys(c.passage_id for p in reply.record.parts for c in p.citations if c.passage_id))
     availability, error = check_retrievable(args.retrieval_target or target(args.data_dir, "retrieval"), token, pids)
     receipt = build_receipt(reply, availability, error)
