@@ -88,8 +88,10 @@ def service_settings(backend: str, data_dir: Path, cache: Path) -> Settings:
         extra |= dict(opensearch_hosts=opensearch_hosts(),
                      opensearch_index_prefix=f"{OPENSEARCH_PREFIX}{data_dir.name.lower()}-",
                      opensearch_timeout_seconds=60.0)
+    # No query-vector cache: every mode runs the same 300 queries, and the latency must include
+    # embedding each query.
     return Settings(port=0, metrics_port=-1, data_dir=data_dir, backend=backend, embedding_cache_path=cache,
-                    chunk_target_chars=HARD_LIMIT, chunk_hard_limit_chars=HARD_LIMIT, max_k=core.DEPTH,
+                    query_cache_size=0, chunk_target_chars=HARD_LIMIT, chunk_hard_limit_chars=HARD_LIMIT, max_k=core.DEPTH,
                     candidate_k=core.DEPTH, max_document_chars=HARD_LIMIT, **extra)
 
 
