@@ -490,12 +490,8 @@ class RetrievalCore:
                 raise InvalidArgument("INVALID_LOCATION_ID", f"scope.location_ids entry {location!r} is malformed")
         if cmd.locale and not _LOCALE.match(cmd.locale):
             raise InvalidArgument("INVALID_LOCALE", f"scope.locale {cmd.locale!r} is not a language tag")
-        if cmd.source_classes:
-            # The shared ScopeFilter (services/retrieval/index/types.py) has no source-class clause,
-            # and filtering a broad result afterwards is forbidden: refuse rather than post-filter.
-            raise InvalidArgument("SOURCE_CLASS_FILTER_UNSUPPORTED",
-                                  "scope.source_classes is not supported by the search backend yet; "
-                                  "narrow by scope.intents instead")
+        # Applied inside both sub-queries by the backend (ScopeFilter clause 9); empty = any.
+        self._check_vocabulary("scope.source_classes", cmd.source_classes, SOURCE_CLASSES, "UNKNOWN_SOURCE_CLASS")
         # Every version this process stored or rebuilt is in the in-memory view; with a shared
         # backend (several replicas on one store) another replica may have stored it: ask the store.
         if principal.tenant_id not in self._tenants and not self._shared_tenant(principal.tenant_id):
@@ -503,11 +499,12 @@ class RetrievalCore:
         locations = self._effective_locations(principal, cmd.location_ids)
         as_of = cmd.as_of or utcnow()
         scope = ScopeFilter(tenant_id=principal.tenant_id, roles=principal.roles, location_ids=locations,
-                            intents=tuple(sorted(set(cmd.intents))), locale=cmd.locale or None, as_of=as_of)
+                            intents=tuple(sorted(set(cmd.intents))), locale=cmd.locale or None, as_of=as_of,
+                            source_classes=tuple(sorted(set(cmd.source_classes))))
         fusion = dataclasses.replace(self.fusion, mode=cmd.mode)
         filters = AppliedFilters(tenant_id=scope.tenant_id, roles=scope.roles, location_ids=scope.location_ids,
                                  intents=scope.intents, locale=cmd.locale, status=APPROVED, effective_at=as_of,
-                                 source_classes=())
+                                 source_classes=scope.source_classes)
         with stage(SERVICE, "retrieval.search", k=cmd.k, mode=cmd.mode, backend=self.backend.name,
                    tenant=principal.tenant_id) as span:
             generation = self.backend.generation()
@@ -517,7 +514,7 @@ class RetrievalCore:
                     vector = self.query_vectors.embed(self.embedder, cmd.query)
             lexical: list[tuple[str, float]] = []
             dense: list[tuple[str, float]] = []
-            both = getattr(self.backend, "candidate_lists", None)
+            both = self.backend.candidate_lists if getattr(self.backend, "one_request_for_both", False) else None
             if both is not None:  # one request for both retrievers (OpenSearch _msearch): both stages span it
                 kinds = [kind for kind in ("lexical", "vector") if cmd.mode in (kind, "hybrid")]
                 with contextlib.ExitStack() as spans:
@@ -546,8 +543,13 @@ class RetrievalCore:
     def _one_list(self, text, vector, scope, fusion, mode) -> list[tuple[str, float]]:
         """One retriever's candidates, the scope applied inside it by the backend."""
         single = dataclasses.replace(fusion, mode=mode)
-        hits = self.backend.search(SearchQuery(text=text, vector=vector if mode == "vector" else None,
-                                               scope=scope, k=fusion.candidate_k, fusion=single))
+        query = SearchQuery(text=text, vector=vector if mode == "vector" else None,
+                            scope=scope, k=fusion.candidate_k, fusion=single)
+        lists = getattr(self.backend, "candidate_lists", None)
+        if lists is not None:  # the raw candidate list, no per-retriever fusion
+            lexical, dense = lists(query)
+            return lexical if mode == "lexical" else dense
+        hits = self.backend.search(query)
         if mode == "lexical":
             return [(h.passage_id, h.lexical_score) for h in hits]
         return [(h.passage_id, h.vector_score) for h in hits]

@@ -150,6 +150,24 @@ def test_locale(backend, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_source_classes(backend, mode):
+    load(
+        backend,
+        passage("s-policy", source_class="scheduling_policy"),
+        passage("s-prep", source_class="preparation_instructions"),
+        passage("s-handbook", source_class="handbook"),
+    )
+    assert ids(search(backend, mode=mode, source_classes=("handbook",))) == ["s-handbook"]
+    assert sorted(ids(search(backend, mode=mode, source_classes=("handbook", "scheduling_policy", "regulatory")))) \
+        == ["s-handbook", "s-policy"]
+    assert sorted(ids(search(backend, mode=mode, source_classes=()))) == ["s-handbook", "s-policy", "s-prep"]
+    assert search(backend, mode=mode, source_classes=("regulatory",)) == []
+    # Combined with the other clauses, not instead of them.
+    assert search(backend, mode=mode, source_classes=("handbook",), tenant_id="t2") == []
+    assert search(backend, mode=mode, source_classes=("handbook",), locale="nb") == []
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_effective_window(backend, mode):
     t1, t2 = T0 + timedelta(days=100), T0 + timedelta(days=200)
     load(

@@ -174,6 +174,8 @@ def scope_filter(scope: ScopeFilter) -> list[dict]:
         clauses.append({"terms": {"intents": list(scope.intents)}})
     if scope.locale is not None:  # 8
         clauses.append({"term": {"locale": scope.locale}})
+    if scope.source_classes:  # 9
+        clauses.append({"terms": {"source_class": list(scope.source_classes)}})
     return clauses
 
 
@@ -270,6 +272,9 @@ class _Transient(Exception):
 
 class OpenSearchBackend:
     """SearchBackend on an OpenSearch cluster. Thread-safe (the client is; state changes lock)."""
+
+    # Both retrievers' lists come from one _msearch: the service asks for them together.
+    one_request_for_both = True
 
     name = "opensearch"
 

@@ -26,6 +26,7 @@ SCOPE_FIELDS = (
     "location_scope",
     "intents",
     "locale",
+    "source_class",
 )
 
 
@@ -94,9 +95,11 @@ class ScopeFilter:
     intents: tuple[str, ...]
     locale: str | None
     as_of: datetime
+    # Source classes the caller asked for; empty = any (last, so positional construction still works).
+    source_classes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("roles", "location_ids", "intents"):
+        for name in ("roles", "location_ids", "intents", "source_classes"):
             object.__setattr__(self, name, _as_str_tuple(getattr(self, name)))
         if not self.tenant_id:
             raise ValueError("tenant_id is required")
@@ -122,6 +125,8 @@ class ScopeFilter:
         7. caller intents empty (= any), else the passage's intents must share one; a
            passage with no intents then matches nothing  [if intents: terms intents]
         8. caller locale None (= any), else equal            [if locale: term locale]
+        9. caller source_classes empty (= any), else the passage's source_class is one of them
+                                                             [if source_classes: terms source_class]
 
         Reads only the fields in SCOPE_FIELDS.
         """
@@ -138,6 +143,7 @@ class ScopeFilter:
             )
             and (not self.intents or _intersects(p.intents, self.intents))
             and (self.locale is None or p.locale == self.locale)
+            and (not self.source_classes or p.source_class in self.source_classes)
         )
 
 

@@ -81,7 +81,8 @@ def test_scope_filter_admits_exactly_what_scopefilter_admits(opensearch_backends
             f"p-{i:03d}", tenant_id=rng.choice(("t1", "t2")), roles=some(["patient", "staff"]),
             location_scope=some(["a", "b", "c"]), intents=some(["x", "y", "z"]), locale=rng.choice(("en", "nb")),
             status=rng.choice(("approved", "approved", "draft", "retired")), valid_from=valid_from,
-            valid_to=valid_to, version_id=f"v-{i}"))  # fmt: skip
+            valid_to=valid_to, version_id=f"v-{i}",
+            source_class=rng.choice(("scheduling_policy", "handbook", "regulatory"))))  # fmt: skip
     report = backend.upsert(passages)
     assert report.errors == [] and backend.count() == len(passages)
     checked = 0
@@ -90,7 +91,8 @@ def test_scope_filter_admits_exactly_what_scopefilter_admits(opensearch_backends
             days=rng.choice((0, 5, 10)))
         scope = ScopeFilter(tenant_id=rng.choice(("t1", "t2", "t3")), roles=some(["patient", "staff", "admin"]),
                             location_ids=some(["a", "b", "d"]), intents=some(["x", "y", "w"]),
-                            locale=rng.choice((None, "en", "nb")), as_of=as_of)
+                            locale=rng.choice((None, "en", "nb")), as_of=as_of,
+                            source_classes=some(["scheduling_policy", "handbook", "provider_profile"]))
         reply = backend.client.search(index=backend.config.alias, body={
             "size": 1000, "_source": False, "query": {"bool": {"filter": scope_filter(scope)}}})
         found = sorted(h["_id"] for h in reply["hits"]["hits"])
