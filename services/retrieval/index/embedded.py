@@ -198,12 +198,18 @@ class EmbeddedIndex:
         return self._snapshot.bm25
 
     def search(self, query: SearchQuery) -> list[Hit]:
+        lexical, vector = self.candidate_lists(query)
+        return fuse(lexical, vector, query.fusion, limit=query.k)
+
+    def candidate_lists(self, query: SearchQuery) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """The lexical and the vector (passage_id, score) lists of ``query.fusion.mode`` from one
+        snapshot, the scope's eligible rows computed once and applied inside both retrievers."""
         snap = self._snapshot
         eligible = snap.eligible_rows(query.scope)
         mode, limit = query.fusion.mode, query.fusion.candidate_k
         lexical = self._lexical_candidates(snap, query.text, eligible, limit) if mode != "vector" else []
         vector = self._vector_candidates(snap, query.vector, eligible, limit) if mode != "lexical" else []
-        return fuse(lexical, vector, query.fusion, limit=query.k)
+        return lexical, vector
 
     def _lexical_candidates(self, snap: _Snapshot, text: str, eligible: np.ndarray, limit: int):
         query_terms = Counter(self._analyzer(text))
