@@ -172,3 +172,18 @@ def test_citetrace_up_tells_retrieval_where_trace_listens(tmp_path):
     env = stack._service_env(info, tmp_path, 100, "s" * 40)
     assert env["CITETRACE_RETRIEVAL_TRACE_TARGET"] == "127.0.0.1:50156"
     assert not any(k.startswith("CITETRACE_RETRIEVAL_") and k.endswith("_TARGET") and "TRACE" not in k for k in env)
+
+
+def test_the_outbox_on_postgresql(auth, tmp_path, postgres_url):
+    """The same events on PostgreSQL (migration 0002, BigInteger identity), queued while no relay runs."""
+    from .conftest import running_service
+
+    # A dead trace target: even with CITETRACE_AUTH_* in the environment nothing is delivered.
+    with running_service(auth, tmp_path, database_url=postgres_url, trace_target="127.0.0.1:9") as svc:
+        a = svc.ingest(TENANT, "cedar-arrival", TEXT_A, valid_from=T2024)
+        b = svc.ingest(TENANT, "cedar-arrival", TEXT_B, valid_from=T2025)
+        svc.set_status(TENANT, b.version.version_id, "retired")
+        events = svc.core.store.version_events(TENANT)
+        assert [(e.version_id, e.kind, e.replaced_by_version_id) for e in events] == [
+            (a.version.version_id, "superseded", b.version.version_id), (b.version.version_id, "retired", "")]
+        assert events[0].id < events[1].id and svc.core.store.pending_version_event_count() == 2
