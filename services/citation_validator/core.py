@@ -107,6 +107,8 @@ class StoreUnavailable(Exception):
 class Loaded:
     found: dict[str, StoredPassage]
     not_found: set[str]
+    # Passages whose stored text no longer matches its digest (the store refused to serve them).
+    corrupt: set[str] = dataclasses.field(default_factory=set)
 
 
 class PassageStore(Protocol):
@@ -297,6 +299,10 @@ class Validator:
         if unavailable or loaded is None:
             return None, [Finding(CHECK_UNAVAILABLE, label, pid,
                                   f"could not reload {label} from the store of record: {unavailable or 'not asked'}")]
+        if pid in loaded.corrupt:
+            return None, [Finding(SPAN_DIGEST_MISMATCH, label, pid,
+                                  f"the store of record's text of {label} no longer matches its digest "
+                                  "(retrieval refused it with DATA_LOSS)")]
         stored = loaded.found.get(pid)
         if stored is None:
             return None, [Finding(SCOPE_VIOLATION, label, pid,

@@ -53,13 +53,14 @@ class RetrievalPassageStore:
         deadline = time.monotonic() + timeout
         found: dict[str, StoredPassage] = {}
         not_found: set[str] = set()
+        corrupt: set[str] = set()
         pending = list(dict.fromkeys(passage_ids))
         while pending:
             batch, pending = pending[:BATCH], pending[BATCH:]
-            self._load_batch(batch, deadline, found, not_found)
-        return Loaded(found, not_found)
+            self._load_batch(batch, deadline, found, not_found, corrupt)
+        return Loaded(found, not_found, corrupt)
 
-    def _load_batch(self, batch: list[str], deadline: float, found: dict, not_found: set) -> None:
+    def _load_batch(self, batch: list[str], deadline: float, found: dict, not_found: set, corrupt: set) -> None:
         remaining = list(batch)
         while remaining:
             left = deadline - time.monotonic()
@@ -69,18 +70,20 @@ class RetrievalPassageStore:
                 reply = call(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), timeout=left)
             except grpc.RpcError as err:
                 code = err.code()
-                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
+                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.DATA_LOSS):
+                    # DATA_LOSS: the store's text no longer matches its digest; it names the passage.
+                    bucket = corrupt if code == grpc.StatusCode.DATA_LOSS else not_found
                     info = error_info(err)
                     missing = info.metadata.get("passage_id") if info is not None else None
                     if missing in remaining:
-                        not_found.add(missing)
+                        bucket.add(missing)
                         remaining.remove(missing)
                         continue
                     if len(remaining) == 1:
-                        not_found.add(remaining.pop())
+                        bucket.add(remaining.pop())
                         continue
                     for pid in list(remaining):  # which one? ask one by one
-                        self._load_batch([pid], deadline, found, not_found)
+                        self._load_batch([pid], deadline, found, not_found, corrupt)
                     return
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     raise StoreUnavailable(f"retrieval at {self.target} did not answer in time") from err
