@@ -9,13 +9,12 @@ finding CHECK_UNAVAILABLE and the claim's support is UNRESOLVED.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import urllib.parse
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
 from citetrace import claimtext
+from citetrace.identity import passage_id_of, pinned_link, sha256_hex
 from citetrace.kit.metrics import record_citation_failure
 from citetrace.kit.telemetry import stage
 
@@ -37,19 +36,6 @@ CHECK_UNAVAILABLE = "CHECK_UNAVAILABLE"
 UNSUPPORTED_CLAIM = "UNSUPPORTED_CLAIM"
 
 SUPPORTED, UNSUPPORTED, UNRESOLVED = support_mod.SUPPORTED, support_mod.UNSUPPORTED, support_mod.UNRESOLVED
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def passage_id_of(tenant_id: str, document_id: str, version_id: str, start: int, end: int) -> str:
-    """DESIGN.md §2: passage_id = sha256("tenant:document:version:start:end")."""
-    return sha256_hex(f"{tenant_id}:{document_id}:{version_id}:{start}:{end}")
-
-
-def pinned_link(document_id: str, version_id: str, start: int, end: int) -> str:
-    return f"/documents/{urllib.parse.quote(document_id, safe='-_.~')}/versions/{version_id}#chars={start}-{end}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
+from citetrace.identity import pinned_link
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import DeadlineExceeded, DomainError, InvalidArgument, NotFound, Unavailable
 from citetrace.kit.metrics import ANSWERS, PASSAGES_OFFERED
@@ -121,11 +122,6 @@ def ts(value: dt.datetime) -> Timestamp:
 
 def from_ts(value: Timestamp) -> dt.datetime:
     return value.ToDatetime().replace(tzinfo=dt.UTC)
-
-
-def pinned_link(document_id: str, version_id: str, start: int | None = None, end: int | None = None) -> str:
-    base = f"/documents/{document_id}/versions/{version_id}"
-    return base if start is None else f"{base}#chars={start}-{end}"
 
 
 def citation_for(label: str, passage: c_pb.Passage) -> c_pb.Citation:

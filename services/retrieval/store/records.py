@@ -4,25 +4,14 @@ identity, lifecycle and supersession (DESIGN.md §2)."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from datetime import datetime
+
+from citetrace.identity import passage_id_of, sha256_hex, version_id_of  # noqa: F401 - re-exported
 
 DRAFT, APPROVED, RETIRED = "draft", "approved", "retired"
 STATUSES = (DRAFT, APPROVED, RETIRED)
 # The only legal moves of SetVersionStatus (setting the current status again is a no-op).
 TRANSITIONS = {(DRAFT, APPROVED), (APPROVED, RETIRED)}
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def version_id_of(normalized_text: str) -> str:
-    return sha256_hex(normalized_text)
-
-
-def passage_id_of(tenant_id: str, document_id: str, version_id: str, start: int, end: int) -> str:
-    return sha256_hex(f"{tenant_id}:{document_id}:{version_id}:{start}:{end}")
 
 
 @dataclasses.dataclass(frozen=True)
