@@ -94,7 +94,9 @@ class CitationValidatorServicer(pb_grpc.CitationValidatorServiceServicer):
         self.policy = SourcePolicy.load(settings.source_policy_file)
         self.thresholds = Thresholds.load(settings.thresholds_file)
         self.similarity = None
-        if settings.embeddings:
+        # A cosine is at most 1: thresholds with assist_similarity above 1 make the embedding inert,
+        # so the model is not loaded at all (saves its warm-up and memory).
+        if settings.embeddings and self.thresholds.assist_similarity <= 1.0:
             from services.citation_validator.similarity import Similarity
 
             self.similarity = Similarity()
