@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import dataclasses
+import importlib
 import json
 import os
 import signal
@@ -61,16 +63,13 @@ def _service_env(info: ServiceInfo, data_dir: Path, offset: int, secret: str) ->
     if info.name in _STATEFUL:
         env[f"{info.env_prefix}DATA_DIR"] = str(data_dir.resolve())
     for other in SERVICES:  # callers find their downstreams at the shifted ports
-        if other.name != info.name and info.name in ("orchestrator", "citation_validator", "retrieval"):
+        if other.name != info.name:
             env[f"{info.env_prefix}{other.name.upper()}_TARGET"] = f"127.0.0.1:{other.port + offset}"
     return _known_only(info, env)
 
 
 def _known_only(info: ServiceInfo, env: dict[str, str]) -> dict[str, str]:
     """Drops *_TARGET variables a service's settings do not define (settings reject unknown keys)."""
-    import dataclasses
-    import importlib
-
     settings_cls = importlib.import_module(f"{info.module}.settings").Settings
     known = {f"{info.env_prefix}{f.name.upper()}" for f in dataclasses.fields(settings_cls)}
     return {k: v for k, v in env.items() if not k.startswith(info.env_prefix) or k in known}
