@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from citetrace.identity import sha256_hex
+
 log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
@@ -248,8 +250,8 @@ class QueryVectorCache:
         return vector
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+# The cache key's text digest is the evidence digest (one formula for both).
+text_sha256 = sha256_hex
 
 
 class EmbeddingCache:
