@@ -65,7 +65,7 @@ proto-check: setup
 
 lint: setup proto-check
 	@npx --no-install buf lint
-	@$(VENV)/bin/ruff check libs services tests
+	@$(VENV)/bin/ruff check libs services apps tests
 	@echo "lint: clean"
 
 postgres-up:

@@ -43,7 +43,6 @@ import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 import retrieval_bench  # noqa: E402
 import scifact_core  # noqa: E402
-from citetrace.cli.common import read_state  # noqa: E402
 from citetrace.kit.auth import Principal, bearer_metadata  # noqa: E402
 from citetrace.kit.context import call_context, current_principal  # noqa: E402
 from citetrace.kit.errors import NotFound  # noqa: E402
@@ -58,6 +57,7 @@ from eval.harness import load_cases  # noqa: E402
 from prometheus_client import REGISTRY, generate_latest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from apps.cli.common import read_state  # noqa: E402
 from services.retrieval.settings import Settings as RetrievalSettings  # noqa: E402
 
 STAGE_METRICS = ("citetrace_stage_duration_seconds", "citetrace_grpc_server_handling_seconds")

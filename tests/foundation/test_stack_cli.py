@@ -10,16 +10,17 @@ import time
 
 import grpc
 import pytest
-from citetrace.cli.common import read_state
-from citetrace.cli.stack import _alive
 from citetrace.kit.stack import SERVICES
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from apps.cli.common import read_state
+from apps.cli.stack import _alive
 
 pytestmark = pytest.mark.slow
 
 
 def _citetrace(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "citetrace.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "apps.cli.main", *args], capture_output=True, text=True,
                           timeout=240, **kwargs)
 
 
@@ -34,7 +35,7 @@ def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
     offset = random.randint(200, 900)
     data_dir = tmp_path / "stack"
     up = subprocess.Popen(
-        [sys.executable, "-m", "citetrace.cli.main", "up", "--data-dir", str(data_dir), "--port-offset", str(offset)],
+        [sys.executable, "-m", "apps.cli.main", "up", "--data-dir", str(data_dir), "--port-offset", str(offset)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:

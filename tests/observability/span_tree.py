@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc  # noqa: E402
-from citetrace.cli.common import dev_token  # noqa: E402
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb  # noqa: E402
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc  # noqa: E402
 
+from apps.cli.common import dev_token  # noqa: E402
 from observability.harness import ROOT, OtlpReceiver, running_stack  # noqa: E402
 
 

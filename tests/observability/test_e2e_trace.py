@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from citetrace.cli.common import dev_token
 from citetrace.common.v1 import common_pb2 as c_pb2
 from citetrace.kit.clients import call, channel
 from citetrace.kit.stack import SERVICES
@@ -19,6 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from apps.cli.common import dev_token
 from observability.stages import DESIGN_STAGES
 
 pytestmark = pytest.mark.slow

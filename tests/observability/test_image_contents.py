@@ -1,5 +1,5 @@
 """What the Dockerfiles install is a wheel of this repository (`pip install .`): every tracked
-file under services/ and libs/citetrace/ (code, YAML policies, migrations, data) must be in it, or
+file under services/, apps/ and libs/citetrace/ (code, YAML policies, migrations, data) must be in it, or
 the container would miss it even though every in-repo test passes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from observability.conftest import ROOT
 
 
 def test_the_wheel_the_images_install_carries_every_tracked_source_file(tmp_path):
-    tracked = subprocess.run(["git", "ls-files", "services", "libs/citetrace"], cwd=ROOT, capture_output=True,
+    tracked = subprocess.run(["git", "ls-files", "services", "libs/citetrace", "apps"], cwd=ROOT, capture_output=True,
                              text=True, check=True).stdout.split()
     tracked = [path for path in tracked if (ROOT / path).exists()]
     assert tracked

@@ -16,13 +16,13 @@ import urllib.request
 import grpc
 import pytest
 import yaml
-from citetrace.cli.common import dev_token
 from citetrace.kit.stack import SERVICES
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb2
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb2
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 
+from apps.cli.common import dev_token
 from observability.conftest import DEPLOY
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,6 @@ import threading
 
 import grpc
 import pytest
-from citetrace.cli.common import dev_secret
-from citetrace.cli.main import main as cli
 from citetrace.kit.auth import AuthSettings
 from citetrace.kit.clients import error_info
 from citetrace.kit.telemetry import add_span_processor, setup_tracing, tenant_ref
@@ -20,6 +18,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
+from apps.cli.common import dev_secret
+from apps.cli.main import main as cli
 from services.scheduler_gateway.domain import BUSY, FREE, LocationRecord, SlotRecord, SlotSource
 from services.scheduler_gateway.memory_source import InMemorySlotSource
 from services.scheduler_gateway.servicer import build_spec

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from citetrace.cli.main import main as cli
 from sqlalchemy import func, select
 
+from apps.cli.main import main as cli
 from services.scheduler_gateway import schema
 from services.scheduler_gateway.loader import LoadError, build_plan, load_file
 

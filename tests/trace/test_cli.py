@@ -9,7 +9,6 @@ import json
 import grpc
 import pytest
 import sqlalchemy as sa
-from citetrace.cli.main import main
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.auth import mint_token
 from citetrace.kit.testing import serving
@@ -17,6 +16,8 @@ from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from tracefixtures import CANCEL_RULE, MRI_RULE, TENANT, make_record, trace_service, ts
+
+from apps.cli.main import main
 
 
 @pytest.fixture

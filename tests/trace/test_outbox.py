@@ -115,8 +115,9 @@ def test_a_permanently_rejected_record_is_kept_as_dead_letter_and_does_not_block
 
 
 def test_outbox_command_lists_pending_and_dead_letters_and_flushes(tmp_path, auth, capsys):
-    from citetrace.cli.main import main
     from tracefixtures import trace_service
+
+    from apps.cli.main import main
 
     service = FlakyService()
     path = tmp_path / "orchestrator" / "trace-outbox.sqlite"

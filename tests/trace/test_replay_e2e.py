@@ -12,7 +12,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from citetrace.cli.main import main
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.auth import bearer_metadata, mint_token
 from citetrace.kit.testing import serving
@@ -22,6 +21,8 @@ from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
+
+from apps.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "deploy" / "samples" / "corpus" / "acme-health"

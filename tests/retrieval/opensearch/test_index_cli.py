@@ -6,7 +6,8 @@ import json
 import os
 
 import pytest
-from citetrace.cli.main import main
+
+from apps.cli.main import main
 
 from .test_service import Q, doc_ids, load_world, os_service
 

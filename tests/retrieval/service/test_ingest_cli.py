@@ -4,7 +4,8 @@ the rest of the batch stored, exit code."""
 from __future__ import annotations
 
 import pytest
-from citetrace.cli.main import main as cli
+
+from apps.cli.main import main as cli
 
 from .conftest import SAMPLES, running_service
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from citetrace.cli.ingest import parse_file
+
+from apps.cli.ingest import parse_file
 
 from .conftest import SAMPLES
 

@@ -165,8 +165,9 @@ def test_the_event_is_written_with_the_change_or_not_at_all(world, auth):
 
 
 def test_citetrace_up_tells_retrieval_where_trace_listens(tmp_path):
-    from citetrace.cli import stack
     from citetrace.kit.stack import SERVICES
+
+    from apps.cli import stack
 
     info = next(i for i in SERVICES if i.name == "retrieval")
     env = stack._service_env(info, tmp_path, 100, "s" * 40)

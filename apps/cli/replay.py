@@ -27,15 +27,15 @@ import sys
 import time
 
 import grpc
-
-from citetrace.cli.common import dev_secret, target
-from citetrace.cli.trace import add_auth, parse_time, rpc, token_of, trace_stub
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, bearer_metadata, mint_token
 from citetrace.kit.clients import error_info
 from citetrace.kit.settings import load_settings
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
+
+from apps.cli.common import dev_secret, target
+from apps.cli.trace import add_auth, parse_time, rpc, token_of, trace_stub
 
 REPLAY_SUBJECT = "replay:"
 EXIT_REGRESSED = 1

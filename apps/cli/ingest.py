@@ -20,11 +20,11 @@ from pathlib import Path
 
 import grpc
 import yaml
-
-from citetrace.cli.common import add_data_dir, dev_token, target
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.clients import error_info
+
+from apps.cli.common import add_data_dir, dev_token, target
 
 REQUIRED = ("tenant", "document_id", "source_class", "title", "valid_from", "roles", "intents", "locale")
 OPTIONAL = ("status", "valid_to", "location_scope", "source_uri")
@@ -67,9 +67,8 @@ class SourceFile:
     body: str
 
     def request(self):
-        from google.protobuf import timestamp_pb2
-
         from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
+        from google.protobuf import timestamp_pb2
 
         def ts(value: dt.datetime | None):
             if value is None:

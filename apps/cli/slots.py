@@ -14,7 +14,7 @@ import datetime as dt
 import json
 import sys
 
-from citetrace.cli.common import add_data_dir, dev_token, fail, split_list, target
+from apps.cli.common import add_data_dir, dev_token, fail, split_list, target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -102,7 +102,6 @@ def _stub(args):
 
 def _call(method, request, token):
     import grpc
-
     from citetrace.kit.clients import call, error_info
 
     try:
@@ -137,6 +136,7 @@ def _locations(args, token) -> list:
 
 def run_find(args: argparse.Namespace) -> int:
     from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
+
     from services.scheduler_gateway.domain import day_bounds_utc, zone
 
     token = dev_token(args.data_dir, args.tenant, split_list(args.roles), split_list(args.locations))

@@ -9,14 +9,14 @@ import sys
 
 # Commands whose module is not there yet (work in progress) are left out of the parser.
 COMMAND_MODULES = (
-    "citetrace.cli.stack",
-    "citetrace.cli.token",
-    "citetrace.cli.ingest",
-    "citetrace.cli.slots",
-    "citetrace.cli.ask",
-    "citetrace.cli.trace",
-    "citetrace.cli.replay",
-    "citetrace.cli.index",
+    "apps.cli.stack",
+    "apps.cli.token",
+    "apps.cli.ingest",
+    "apps.cli.slots",
+    "apps.cli.ask",
+    "apps.cli.trace",
+    "apps.cli.replay",
+    "apps.cli.index",
 )
 
 

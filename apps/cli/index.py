@@ -21,7 +21,7 @@ import json
 import os
 import time
 
-from citetrace.cli.common import add_data_dir, fail
+from apps.cli.common import add_data_dir, fail
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace, **extra):
     from citetrace.kit.settings import SettingsError, load_settings
+
     from services.retrieval.settings import PREFIX, Settings
 
     try:
@@ -110,6 +111,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_rebuild(args: argparse.Namespace) -> int:
     from citetrace.embeddings import EmbeddingCache
+
     from services.retrieval.core import RetrievalCore
 
     extra = {"database_url": args.database_url} if args.database_url else {}

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import grpc
+from citetrace.kit.stack import SERVICES, ServiceInfo
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from citetrace.cli.common import STATE_FILE, add_data_dir, dev_secret, read_state
-from citetrace.kit.stack import SERVICES, ServiceInfo
+from apps.cli.common import STATE_FILE, add_data_dir, dev_secret, read_state
 
 _PR_SET_PDEATHSIG = 1
 # Services that keep state under the data directory.

@@ -9,16 +9,16 @@ import datetime as dt
 import sys
 
 import grpc
-from google.protobuf import json_format
-from google.protobuf.timestamp_pb2 import Timestamp
-
-from citetrace.cli.common import add_data_dir, dev_token, fail, split_list, target
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.clients import error_info
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
+from google.protobuf import json_format
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from apps.cli.common import add_data_dir, dev_token, fail, split_list, target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

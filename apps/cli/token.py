@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from citetrace.cli.common import add_data_dir, dev_token, split_list
+from apps.cli.common import add_data_dir, dev_token, split_list
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 
 import grpc
-from google.protobuf import json_format, timestamp_pb2
-
-from citetrace.cli.common import add_data_dir, dev_token, fail, split_list, target
 from citetrace.common.v1 import common_pb2, route_pb2
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.clients import error_info
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
+from google.protobuf import json_format, timestamp_pb2
+
+from apps.cli.common import add_data_dir, dev_token, fail, split_list, target
 
 RECEIPT_VERSION = "citetrace.receipt.v1"
 
@@ -478,8 +478,9 @@ def run_version_event(args: argparse.Namespace) -> int:
 
 
 def run_outbox(args: argparse.Namespace) -> int:
-    from citetrace.cli.common import auth_settings
     from citetrace.outbox import TraceOutbox, grpc_deliverer
+
+    from apps.cli.common import auth_settings
 
     path = args.path or args.data_dir / "orchestrator" / "trace-outbox.sqlite"
     if not path.exists():

@@ -1,0 +1,1 @@
+"""Applications built on the services: they may import services/ and libs/ (libs/ never imports them)."""
