@@ -19,6 +19,7 @@ line endings only (CRLF and CR become LF).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 
@@ -190,6 +191,12 @@ def _attaches(text: str, previous: list[_Block], block: _Block) -> bool:
     return block.kind == "list" and _QUALIFIER.match(_LIST_ITEM.sub("", first_line, count=1)) is not None
 
 
+def _crosses(cuts: list[int], left_end: int, right_start: int) -> bool:
+    """Whether a barrier lies between two units (at or after the left's end, at or before the right's start)."""
+    i = bisect.bisect_left(cuts, left_end)
+    return i < len(cuts) and cuts[i] <= right_start
+
+
 class MarkdownChunker:
     def __init__(self, target_chars: int = 700, hard_limit_chars: int = 2000) -> None:
         if target_chars < 1 or hard_limit_chars < target_chars:
@@ -201,9 +208,12 @@ class MarkdownChunker:
     def extraction_version(self) -> str:
         return extraction_version(self.target, self.hard)
 
-    def chunk(self, text: str) -> list[Chunk]:
-        """Passages of already-normalized text, in document order, non-overlapping."""
+    def chunk(self, text: str, barriers: tuple[int, ...] = ()) -> list[Chunk]:
+        """Passages of already-normalized text, in document order, non-overlapping. Units are
+        never packed together across a barrier offset (an extractor's review spans start and end at
+        barriers, so a passage needing review never takes a neighbouring rule with it)."""
         chunks: list[Chunk] = []
+        cuts = sorted(set(barriers))
         for path, blocks in _parse(text):
             units: list[list[_Block]] = []
             for block in blocks:
@@ -213,7 +223,8 @@ class MarkdownChunker:
                     units.append([block])
             packed: list[list[_Block]] = []
             for unit in units:
-                if packed and unit[-1].end - packed[-1][0].start <= self.target:
+                if packed and unit[-1].end - packed[-1][0].start <= self.target \
+                        and not _crosses(cuts, packed[-1][-1].end, unit[0].start):
                     packed[-1].extend(unit)
                 else:
                     packed.append(list(unit))
