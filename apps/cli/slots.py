@@ -73,7 +73,7 @@ def run_load(args: argparse.Namespace) -> int:
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(plan.slot_statuses().items()))
     summary = (f"{len(plan.tenant_ids)} tenants ({', '.join(plan.tenant_ids)}), {plan.count('locations')} locations, "
                f"{plan.count('providers')} providers, {plan.count('schedules')} schedules, "
-               f"{plan.count('slots')} slots ({statuses})")
+               f"{plan.count('slots')} slots ({statuses}), {plan.count('appointments')} appointments")
     if args.check:
         print(f"{args.file}: valid: {summary}")
         return 0

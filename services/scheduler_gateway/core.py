@@ -10,12 +10,12 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 
-from citetrace.kit import roles
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import InvalidArgument, NotFound, PermissionDenied
+from citetrace.kit.errors import InvalidArgument, NotFound
 from citetrace.kit.metrics import record_slot_read_age
 from citetrace.kit.telemetry import stage
 
+from services.scheduler_gateway import access
 from services.scheduler_gateway.domain import (
     CONFIRMED,
     SLOT_NOT_FOUND,
@@ -31,9 +31,6 @@ from services.scheduler_gateway.domain import (
 SERVICE = "scheduler_gateway"
 MAX_PAGE_SIZE = 100
 MAX_ID_LENGTH = 128
-MAX_PATIENT_REF_LENGTH = 256
-# Who may book: the patient, desk staff, or a service acting for them. Reviewers and auditors read.
-CONFIRM_ROLES = (roles.PATIENT, roles.STAFF, roles.SERVICE)
 
 __all__ = ["SchedulerCore", "FindSlotsInput", "FindSlotsResult", "day_bounds_utc", "Limits"]
 
@@ -95,7 +92,7 @@ class SchedulerCore:
         specialty = request.specialty.strip().lower()
         if not specialty:
             raise InvalidArgument("MISSING_SPECIALTY", "specialty is required", field="specialty")
-        page_size = _page_size(request.page_size, self.limits.default_page_size)
+        page_size = checked_page_size(request.page_size, self.limits.default_page_size)
         now = self.clock()
         # A live authority never offers a slot that has already started: the cutoff is the later of
         # the caller's as_of and the time of this read.
@@ -148,7 +145,7 @@ class SchedulerCore:
             request.start, request.end,
         )
         cursor = _decode_slot_token(request.page_token, fingerprint) if request.page_token else None
-        scope = _scope(principal, location_id)
+        scope = scope_of(principal, location_id)
         if scope is not None and not scope:
             return FindSlotsResult([], "", now)  # a location outside the caller's scope: nothing
         if end <= start:
@@ -171,7 +168,7 @@ class SchedulerCore:
     # -- ConfirmSlot -----------------------------------------------------------------------------
 
     def confirm_slot(self, principal: Principal, slot_id: str, expected_version: int,
-                     patient_ref: str) -> ConfirmOutcome:
+                     patient_ref: str, idempotency_key: str = "") -> ConfirmOutcome:
         slot_id = slot_id.strip()
         if not slot_id:
             raise InvalidArgument("MISSING_SLOT_ID", "slot_id is required", field="slot_id")
@@ -181,22 +178,16 @@ class SchedulerCore:
                 "expected_version is required: pass the version FindSlots returned with the slot",
                 field="expected_version",
             )
-        if not patient_ref.strip():
-            raise InvalidArgument("MISSING_PATIENT_REF", "patient_ref is required", field="patient_ref")
-        if len(slot_id) > MAX_ID_LENGTH or len(patient_ref.strip()) > MAX_PATIENT_REF_LENGTH:
-            raise InvalidArgument(
-                "VALUE_TOO_LONG",
-                f"slot_id is at most {MAX_ID_LENGTH} and patient_ref at most {MAX_PATIENT_REF_LENGTH} characters",
-                field="slot_id" if len(slot_id) > MAX_ID_LENGTH else "patient_ref",
-            )
-        if not principal.has_any_role(CONFIRM_ROLES):
-            raise PermissionDenied(
-                "ROLE_NOT_ALLOWED", f"booking a slot needs one of the roles {', '.join(CONFIRM_ROLES)}"
-            )
+        if len(slot_id) > MAX_ID_LENGTH:
+            raise InvalidArgument("VALUE_TOO_LONG", f"slot_id is at most {MAX_ID_LENGTH} characters", field="slot_id")
+        access.require_record_role(principal, "booking a slot")
+        patient = access.patient_of(principal, patient_ref, required=True)
+        idem = access.idempotency(principal, idempotency_key, "ConfirmSlot", slot_id=slot_id,
+                                  expected_version=expected_version, patient_ref=patient)
         with stage(SERVICE, "scheduler.confirm_slot", tenant=principal.tenant_id) as span:
             outcome = self.source.confirm(
-                principal.tenant_id, _scope(principal, ""), slot_id, expected_version,
-                patient_ref.strip(), self.clock(),
+                principal.tenant_id, scope_of(principal, ""), slot_id, expected_version,
+                patient, self.clock(), idempotency=idem, actor_ref=access.actor_ref(principal),
             )
             span.set_attribute("citetrace.result", outcome.result)
         if outcome.result == SLOT_NOT_FOUND:
@@ -207,14 +198,14 @@ class SchedulerCore:
     # -- ListLocations ---------------------------------------------------------------------------
 
     def list_locations(self, principal: Principal, page_size: int, page_token: str) -> LocationsPage:
-        size = _page_size(page_size, self.limits.default_page_size)
+        size = checked_page_size(page_size, self.limits.default_page_size)
         after = _decode_location_token(page_token, principal.tenant_id) if page_token else None
         with stage(SERVICE, "scheduler.list_locations", tenant=principal.tenant_id):
-            rows = list(self.source.list_locations(principal.tenant_id, _scope(principal, ""), after, size + 1))
+            rows = list(self.source.list_locations(principal.tenant_id, scope_of(principal, ""), after, size + 1))
         next_token = ""
         if len(rows) > size:
             rows = rows[:size]
-            next_token = _encode({"v": 1, "t": _short_hash(principal.tenant_id), "l": rows[-1].location_id})
+            next_token = encode_token({"v": 1, "t": short_hash(principal.tenant_id), "l": rows[-1].location_id})
         return LocationsPage(rows, next_token)
 
 
@@ -222,7 +213,7 @@ def is_confirmed(outcome: ConfirmOutcome) -> bool:
     return outcome.result == CONFIRMED
 
 
-def _scope(principal: Principal, location_id: str) -> frozenset[str] | None:
+def scope_of(principal: Principal, location_id: str) -> frozenset[str] | None:
     """The locations a query may read: the principal's permitted locations (none listed = all of
     the tenant), narrowed to the requested one."""
     permitted = frozenset(principal.location_ids) if principal.location_ids else None
@@ -233,7 +224,7 @@ def _scope(principal: Principal, location_id: str) -> frozenset[str] | None:
     return frozenset()
 
 
-def _page_size(value: int, default: int) -> int:
+def checked_page_size(value: int, default: int) -> int:
     if value == 0:
         return default
     if not 1 <= value <= MAX_PAGE_SIZE:
@@ -244,19 +235,19 @@ def _page_size(value: int, default: int) -> int:
     return value
 
 
-def _short_hash(*parts: object) -> str:
+def short_hash(*parts: object) -> str:
     return hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode()).hexdigest()[:16]
 
 
 def _fingerprint(*parts: object) -> str:
-    return _short_hash(*[p.isoformat() if isinstance(p, dt.datetime) else p for p in parts])
+    return short_hash(*[p.isoformat() if isinstance(p, dt.datetime) else p for p in parts])
 
 
-def _encode(payload: dict) -> str:
+def encode_token(payload: dict) -> str:
     return base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
-def _decode(token: str) -> dict:
+def decode_token(token: str) -> dict:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         payload = json.loads(raw)
@@ -264,10 +255,10 @@ def _decode(token: str) -> dict:
             raise ValueError("unknown token version")
         return payload
     except (ValueError, TypeError) as exc:
-        raise _bad_token() from exc
+        raise bad_page_token() from exc
 
 
-def _bad_token() -> InvalidArgument:
+def bad_page_token() -> InvalidArgument:
     return InvalidArgument(
         "INVALID_PAGE_TOKEN", "page_token is not a token returned by this query; start again without it",
         field="page_token",
@@ -275,22 +266,22 @@ def _bad_token() -> InvalidArgument:
 
 
 def _encode_slot_token(last: SlotRecord, fingerprint: str) -> str:
-    return _encode({"v": 1, "f": fingerprint, "s": last.start.isoformat(), "i": last.slot_id})
+    return encode_token({"v": 1, "f": fingerprint, "s": last.start.isoformat(), "i": last.slot_id})
 
 
 def _decode_slot_token(token: str, fingerprint: str) -> tuple[dt.datetime, str]:
-    payload = _decode(token)
+    payload = decode_token(token)
     if payload.get("f") != fingerprint:
-        raise _bad_token()
+        raise bad_page_token()
     try:
         start = dt.datetime.fromisoformat(payload["s"]).astimezone(UTC)
         return start, str(payload["i"])
     except (KeyError, ValueError, TypeError) as exc:
-        raise _bad_token() from exc
+        raise bad_page_token() from exc
 
 
 def _decode_location_token(token: str, tenant_id: str) -> str:
-    payload = _decode(token)
-    if payload.get("t") != _short_hash(tenant_id) or not isinstance(payload.get("l"), str):
-        raise _bad_token()
+    payload = decode_token(token)
+    if payload.get("t") != short_hash(tenant_id) or not isinstance(payload.get("l"), str):
+        raise bad_page_token()
     return payload["l"]

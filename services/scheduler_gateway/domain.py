@@ -159,9 +159,13 @@ class SlotSource(Protocol):
         expected_version: int,
         patient_ref: str,
         now: dt.datetime,
+        idempotency: Idempotency | None = None,
+        actor_ref: str = "",
     ) -> ConfirmOutcome:
         """Atomically books the slot if it is still free, starts after `now` and has
-        `expected_version`; exactly one of several concurrent callers may win."""
+        `expected_version`; exactly one of several concurrent callers may win. With an
+        idempotency key, a repeated call returns the first call's outcome; a different request
+        under the key raises AlreadyExists (IDEMPOTENCY_KEY_REUSED)."""
         ...
 
     def list_locations(
@@ -169,3 +173,188 @@ class SlotSource(Protocol):
     ) -> Sequence[LocationRecord]:
         """Locations ordered by location_id, after `after_id`, at most `limit`."""
         ...
+
+
+# -- appointments and proposals (workflow state) -------------------------------------------------
+
+# FHIR R4 Appointment.status (the subset used).
+APPOINTMENT_BOOKED = "booked"
+APPOINTMENT_CANCELLED = "cancelled"
+APPOINTMENT_FULFILLED = "fulfilled"
+APPOINTMENT_NOSHOW = "noshow"
+APPOINTMENT_ENTERED_IN_ERROR = "entered-in-error"
+APPOINTMENT_STATUSES = (APPOINTMENT_BOOKED, APPOINTMENT_CANCELLED, APPOINTMENT_FULFILLED, APPOINTMENT_NOSHOW,
+                        APPOINTMENT_ENTERED_IN_ERROR)
+
+BOOK = "book"
+RESCHEDULE = "reschedule"
+CANCEL = "cancel"
+CHANGE_KINDS = (BOOK, RESCHEDULE, CANCEL)
+
+PENDING = "pending"
+PROPOSAL_CONFIRMED = "confirmed"
+REJECTED = "rejected"
+EXPIRED = "expired"
+FAILED = "failed"
+PROPOSAL_STATUSES = (PENDING, PROPOSAL_CONFIRMED, REJECTED, EXPIRED, FAILED)
+
+FEE = "fee"
+REVIEW_REQUIRED = "review_required"
+POLICY_TERM = "policy_term"
+TERMS_UNVERIFIED = "terms_unverified"
+CONSEQUENCE_KINDS = (FEE, REVIEW_REQUIRED, POLICY_TERM, TERMS_UNVERIFIED)
+# Consequences that make a proposal a staff review task.
+REVIEW_KINDS = frozenset({REVIEW_REQUIRED, TERMS_UNVERIFIED})
+
+# ConfirmProposal results (besides CONFIRMED and SLOT_NO_LONGER_AVAILABLE above).
+APPOINTMENT_CHANGED = "appointment_changed"
+
+# Action events: the evidence of every workflow step, delivered to the trace service.
+EVENT_PROPOSED = "proposed"
+EVENT_CONFIRMED = "confirmed"
+EVENT_REJECTED = "rejected"
+EVENT_EXPIRED = "expired"
+EVENT_FAILED = "failed"
+EVENT_SLOT_CONFIRMED = "slot_confirmed"
+
+
+@dataclasses.dataclass(frozen=True)
+class AppointmentRecord:
+    appointment_id: str
+    patient_ref: str
+    status: str  # one of APPOINTMENT_STATUSES
+    version: int
+    slot: SlotRecord  # the slot it occupies (or occupied)
+    updated_at: dt.datetime
+
+    @property
+    def start(self) -> dt.datetime:
+        return self.slot.start
+
+
+@dataclasses.dataclass(frozen=True)
+class AppointmentQuery:
+    """A scoped appointment query, validated by the core: the store applies it literally."""
+
+    tenant_id: str
+    location_ids: frozenset[str] | None  # None: every location of the tenant
+    patient_ref: str | None  # None: every patient (staff only)
+    statuses: tuple[str, ...]
+    specialty: str | None
+    starts_after: dt.datetime | None
+    cursor: tuple[dt.datetime, str] | None  # keyset: (start, appointment_id)
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Consequence:
+    """A policy consequence as the orchestrator derived it. `citations` are kept as given (the
+    gateway does not interpret evidence; the validator already checked it)."""
+
+    kind: str  # one of CONSEQUENCE_KINDS
+    text: str
+    citations: tuple[dict, ...] = ()
+    support: str = ""
+    explanation: str = ""
+    part_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotChoice:
+    slot_id: str
+    expected_version: int
+
+
+@dataclasses.dataclass(frozen=True)
+class NewProposal:
+    """A validated ProposeChange, with the live reads it was checked against."""
+
+    tenant_id: str
+    proposal_id: str
+    kind: str
+    patient_ref: str
+    appointment: AppointmentRecord | None
+    options: tuple[SlotRecord, ...]
+    consequences: tuple[Consequence, ...]
+    review_required: bool
+    review_reason: str
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    created_by_ref: str
+    ask_trace_id: str
+    consequence_rules_version: str
+    policy_version_ids: tuple[str, ...]
+    location_ids: frozenset[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProposalRecord:
+    tenant_id: str
+    proposal_id: str
+    kind: str
+    status: str
+    patient_ref: str
+    appointment: AppointmentRecord | None  # as read when proposed
+    options: tuple[SlotRecord, ...]  # as read when proposed
+    consequences: tuple[Consequence, ...]
+    review_required: bool
+    review_reason: str
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    created_by_ref: str
+    ask_trace_id: str
+    consequence_rules_version: str
+    policy_version_ids: tuple[str, ...]
+    location_ids: frozenset[str]
+    version: int = 1
+    decided_at: dt.datetime | None = None
+    decided_by_ref: str = ""
+    chosen_slot_id: str = ""
+    result_appointment_id: str = ""
+    outcome_reason: str = ""
+    decision_note: str = ""
+
+    def option(self, slot_id: str) -> SlotRecord | None:
+        return next((o for o in self.options if o.slot_id == slot_id), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProposalQuery:
+    tenant_id: str
+    location_ids: frozenset[str] | None
+    patient_ref: str | None
+    statuses: tuple[str, ...]
+    review_required_only: bool
+    before: tuple[dt.datetime, str] | None  # keyset, newest first: (created_at, proposal_id)
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ProposalOutcome:
+    """What ConfirmProposal did: CONFIRMED, SLOT_NO_LONGER_AVAILABLE or APPOINTMENT_CHANGED."""
+
+    result: str
+    proposal: ProposalRecord
+    appointment: AppointmentRecord | None = None
+    slot: SlotRecord | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """Who decides a proposal, and how (ConfirmProposal / RejectProposal)."""
+
+    tenant_id: str
+    proposal_id: str
+    actor_ref: str
+    now: dt.datetime
+    slot_id: str = ""
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Idempotency:
+    """An idempotency key of a write: the key, the operation, and the request's fingerprint."""
+
+    key: str
+    operation: str
+    fingerprint: str

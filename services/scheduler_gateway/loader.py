@@ -25,7 +25,19 @@ import yaml
 from sqlalchemy import Engine
 
 from services.scheduler_gateway import schema as s
-from services.scheduler_gateway.domain import FREE, SLOT_STATUSES, UTC, local_to_utc, zone
+from services.scheduler_gateway.domain import (
+    APPOINTMENT_BOOKED,
+    APPOINTMENT_STATUSES,
+    BUSY,
+    BUSY_TENTATIVE,
+    BUSY_UNAVAILABLE,
+    ENTERED_IN_ERROR,
+    FREE,
+    SLOT_STATUSES,
+    UTC,
+    local_to_utc,
+    zone,
+)
 
 FORMAT = "citetrace.slots/v1"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -244,7 +256,7 @@ def _tenant(check: _Checker, tenant: Any, path: str, rows: dict, now: dt.datetim
             today: dt.date | None) -> str | None:
     entry = check.mapping(
         tenant, path, {"id", "name", "time_zone", "specialties", "appointment_types", "locations"},
-        {"clinics", "providers", "schedules", "slots", "description"},
+        {"clinics", "providers", "schedules", "slots", "appointments", "description"},
     )
     if entry is None:
         return None
@@ -356,7 +368,54 @@ def _tenant(check: _Checker, tenant: Any, path: str, rows: dict, now: dt.datetim
 
     for i, slot in enumerate(check.items(entry.get("slots"), f"{path}.slots")):
         _explicit_slot(check, slot, f"{path}.slots[{i}]", t, schedules, types, rows, slot_ids, now, today)
+    _appointments(check, entry.get("appointments"), f"{path}.appointments", t, rows, now)
     return tenant_id
+
+
+# A booked appointment occupies its slot: the loader marks the slot busy. These slot statuses
+# cannot hold a booking at all.
+_UNBOOKABLE = {BUSY_UNAVAILABLE, BUSY_TENTATIVE, ENTERED_IN_ERROR}
+
+
+def _appointments(check: _Checker, values: Any, path: str, t: dict, rows: dict, now: dt.datetime) -> None:
+    """Existing appointments: {id, patient, slot, status?}. The slot is one of this tenant's
+    (explicit or generated); a booked appointment marks it busy."""
+    tenant_slots = {row["slot_id"]: row for row in rows["slots"] if row["tenant_id"] == t["tenant_id"]}
+    seen: dict[str, str] = {}
+    booked: dict[str, str] = {}
+    for i, item in enumerate(check.items(values, path)):
+        apath = f"{path}[{i}]"
+        entry = check.mapping(item, apath, {"id", "patient", "slot"}, {"status"})
+        if entry is None:
+            continue
+        aid = check.ident(entry.get("id"), f"{apath}.id")
+        patient = check.text(entry.get("patient"), f"{apath}.patient")
+        slot_id = check.ident(entry.get("slot"), f"{apath}.slot")
+        if slot_id is not None and slot_id not in tenant_slots:
+            check.error(f"{apath}.slot", f"unknown slot {slot_id!r} (not a slot of this tenant)")
+            slot_id = None
+        status = entry.get("status", APPOINTMENT_BOOKED)
+        if status not in APPOINTMENT_STATUSES:
+            check.error(f"{apath}.status", f"{status!r} is not an appointment status ({', '.join(APPOINTMENT_STATUSES)})")
+            continue
+        if patient is not None and len(patient) > 256:
+            check.error(f"{apath}.patient", "at most 256 characters")
+            continue
+        if not _unique(check, seen, aid, f"{apath}.id", "appointment") or None in (patient, slot_id):
+            continue
+        seen[aid] = slot_id
+        slot = tenant_slots[slot_id]
+        if status == APPOINTMENT_BOOKED:
+            if slot["status"] in _UNBOOKABLE:
+                check.error(f"{apath}.slot", f"slot {slot_id!r} is {slot['status']}: it cannot hold a booked appointment")
+                continue
+            if slot_id in booked:
+                check.error(f"{apath}.slot", f"slot {slot_id!r} is already booked by appointment {booked[slot_id]!r}")
+                continue
+            booked[slot_id] = aid
+            slot["status"] = BUSY
+        rows["appointments"].append({**t, "appointment_id": aid, "slot_id": slot_id, "patient_ref": patient,
+                                     "status": status, "created_at": now, "version": 1, "updated_at": now})
 
 
 def _day_list(check: _Checker, values: Any, path: str) -> set[int]:

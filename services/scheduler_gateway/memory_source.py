@@ -10,6 +10,8 @@ import threading
 import uuid
 from collections.abc import Iterable, Sequence
 
+from citetrace.kit.errors import AlreadyExists
+
 from services.scheduler_gateway.domain import (
     BUSY,
     CONFIRMED,
@@ -17,6 +19,7 @@ from services.scheduler_gateway.domain import (
     SLOT_NO_LONGER_AVAILABLE,
     SLOT_NOT_FOUND,
     ConfirmOutcome,
+    Idempotency,
     LocationRecord,
     SlotQuery,
     SlotRecord,
@@ -36,6 +39,8 @@ class InMemorySlotSource:
         self._providers = {tenant: frozenset(ids) for tenant, ids in (providers or {}).items()}
         self._lock = threading.Lock()
         self.appointments: dict[str, list[tuple[str, str]]] = {}  # tenant -> [(slot_id, patient_ref)]
+        # (tenant, idempotency key) -> (fingerprint, original outcome)
+        self._results: dict[tuple[str, str], tuple[str, ConfirmOutcome]] = {}
 
     def warm_up(self) -> None:
         pass
@@ -70,17 +75,34 @@ class InMemorySlotSource:
         return out[: query.limit]
 
     def confirm(self, tenant_id: str, location_ids: frozenset[str] | None, slot_id: str,
-                expected_version: int, patient_ref: str, now: dt.datetime) -> ConfirmOutcome:
+                expected_version: int, patient_ref: str, now: dt.datetime,
+                idempotency: Idempotency | None = None, actor_ref: str = "") -> ConfirmOutcome:
         with self._lock:
-            slot = self._slots.get(tenant_id, {}).get(slot_id)
-            if slot is None or (location_ids is not None and slot.location_id not in location_ids):
-                return ConfirmOutcome(SLOT_NOT_FOUND)
-            if slot.version != expected_version or slot.status != FREE or slot.start <= now:
-                return ConfirmOutcome(SLOT_NO_LONGER_AVAILABLE, slot)
-            booked = dataclasses.replace(slot, status=BUSY, version=slot.version + 1)
-            self._slots[tenant_id][slot_id] = booked
-            self.appointments.setdefault(tenant_id, []).append((slot_id, patient_ref))
-            return ConfirmOutcome(CONFIRMED, booked, f"appt-{uuid.uuid4().hex}")
+            if idempotency is not None:
+                prior = self._results.get((tenant_id, idempotency.key))
+                if prior is not None:
+                    if prior[0] != idempotency.fingerprint:
+                        raise AlreadyExists("IDEMPOTENCY_KEY_REUSED",
+                                            f"idempotency key {idempotency.key!r} was already used for a different "
+                                            "request; use a new key for a new request", field="idempotency_key")
+                    return prior[1]
+            outcome = self._confirm(tenant_id, location_ids, slot_id, expected_version, patient_ref, now)
+            if idempotency is not None and outcome.result != SLOT_NOT_FOUND:
+                self._results[(tenant_id, idempotency.key)] = (idempotency.fingerprint, outcome)
+            return outcome
+
+    def _confirm(self, tenant_id: str, location_ids: frozenset[str] | None, slot_id: str,
+                 expected_version: int, patient_ref: str, now: dt.datetime) -> ConfirmOutcome:
+        # Called under self._lock.
+        slot = self._slots.get(tenant_id, {}).get(slot_id)
+        if slot is None or (location_ids is not None and slot.location_id not in location_ids):
+            return ConfirmOutcome(SLOT_NOT_FOUND)
+        if slot.version != expected_version or slot.status != FREE or slot.start <= now:
+            return ConfirmOutcome(SLOT_NO_LONGER_AVAILABLE, slot)
+        booked = dataclasses.replace(slot, status=BUSY, version=slot.version + 1)
+        self._slots[tenant_id][slot_id] = booked
+        self.appointments.setdefault(tenant_id, []).append((slot_id, patient_ref))
+        return ConfirmOutcome(CONFIRMED, booked, f"appt-{uuid.uuid4().hex}")
 
     def list_locations(self, tenant_id: str, location_ids: frozenset[str] | None, after_id: str | None,
                        limit: int) -> Sequence[LocationRecord]:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Connection,
@@ -29,20 +31,19 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     create_engine,
     event,
     inspect,
     select,
+    text,
 )
 from sqlalchemy.types import TypeDecorator
 
 from services.scheduler_gateway.domain import SLOT_STATUSES, UTC
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SQLITE_FILE = "scheduler.sqlite3"
-
-# Steps from version N to N+1, applied in order inside one transaction each.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
 
 
 class UTCDateTime(TypeDecorator):
@@ -196,7 +197,8 @@ slots = Table(
     Index("ix_slots_search", "tenant_id", "specialty_id", "status", "start_time", "slot_id"),
 )
 
-# An appointment books a slot; the unique slot key is a second guard against double booking.
+# An appointment books a slot; the partial unique index (one *booked* appointment per slot) is a
+# second guard against double booking. A cancelled appointment keeps the slot it occupied.
 appointments = Table(
     "appointments",
     metadata,
@@ -204,14 +206,97 @@ appointments = Table(
     Column("appointment_id", ID, primary_key=True),
     Column("slot_id", ID, nullable=False),
     Column("patient_ref", String(256), nullable=False),
-    Column("status", String(32), nullable=False),  # FHIR Appointment.status: booked
+    Column("status", String(32), nullable=False),  # FHIR Appointment.status
     Column("created_at", UTCDateTime, nullable=False),
+    # Row version for optimistic concurrency: +1 on every change (schema 2).
+    Column("version", Integer, nullable=False, server_default="1"),
+    Column("updated_at", UTCDateTime, nullable=True),  # null only for rows from schema 1
     ForeignKeyConstraint(["tenant_id", "slot_id"], ["slots.tenant_id", "slots.slot_id"]),
-    Index("ux_appointments_slot", "tenant_id", "slot_id", unique=True),
+    Index("ux_appointments_booked_slot", "tenant_id", "slot_id", unique=True,
+          sqlite_where=text("status = 'booked'"), postgresql_where=text("status = 'booked'")),
+    Index("ix_appointments_patient", "tenant_id", "patient_ref", "status"),
+)
+
+# Proposals: pending changes (workflow state), owned by the gateway because confirming one must
+# change slots and appointments in the same transaction.
+proposals = Table(
+    "proposals",
+    metadata,
+    Column("tenant_id", ID, primary_key=True),
+    Column("proposal_id", ID, primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("patient_ref", String(256), nullable=False),
+    Column("appointment_id", ID, nullable=True),
+    Column("appointment_version", Integer, nullable=True),
+    Column("review_required", Boolean, nullable=False),
+    Column("review_reason", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("created_by_ref", String(256), nullable=False),
+    Column("ask_trace_id", String(128), nullable=False),
+    Column("consequence_rules_version", String(128), nullable=False),
+    # The appointment and slots as read when proposed, the consequences, the cited versions.
+    Column("detail", JSON, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("decided_at", UTCDateTime, nullable=True),
+    Column("decided_by_ref", String(256), nullable=False, server_default=""),
+    Column("chosen_slot_id", ID, nullable=False, server_default=""),
+    Column("result_appointment_id", ID, nullable=False, server_default=""),
+    Column("outcome_reason", String(64), nullable=False, server_default=""),
+    Column("decision_note", Text, nullable=False, server_default=""),
+    CheckConstraint("kind IN ('book', 'reschedule', 'cancel')", name="proposal_kind"),
+    CheckConstraint("status IN ('pending', 'confirmed', 'rejected', 'expired', 'failed')", name="proposal_status"),
+    Index("ix_proposals_patient", "tenant_id", "patient_ref", "created_at"),
+    Index("ix_proposals_status_expiry", "status", "expires_at"),
+)
+
+# Every location a proposal touches (the appointment's and the offered slots'): staff see and
+# decide a proposal only when all of them are within their scope, checked inside the query.
+proposal_locations = Table(
+    "proposal_locations",
+    metadata,
+    Column("tenant_id", ID, primary_key=True),
+    Column("proposal_id", ID, primary_key=True),
+    Column("location_id", ID, primary_key=True),
+    ForeignKeyConstraint(["tenant_id", "proposal_id"], ["proposals.tenant_id", "proposals.proposal_id"]),
+)
+
+# Idempotency keys of completed writes (unique per tenant) with the original result.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("tenant_id", ID, primary_key=True),
+    Column("idempotency_key", String(128), primary_key=True),
+    Column("operation", String(64), nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("result", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# Action events (proposed, confirmed, rejected, expired, failed, slot confirmed), written in the
+# transaction of the change and delivered to the trace service by a relay: the evidence of every
+# workflow step, never lost when trace is down.
+action_events_outbox = Table(
+    "action_events_outbox",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("event_id", String(64), nullable=False, unique=True),
+    Column("payload", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("delivered_at", UTCDateTime, nullable=True),
+    Column("last_error", Text, nullable=False, server_default=""),
+    Index("ix_action_events_pending", "delivered_at", "next_attempt_at", "id"),
 )
 
 # Child tables first: the order in which a tenant's rows are deleted.
 TENANT_TABLES = (
+    idempotency_keys,
+    proposal_locations,
+    proposals,
     appointments,
     slots,
     schedules,
@@ -224,6 +309,24 @@ TENANT_TABLES = (
     specialties,
     tenants,
 )
+
+
+def _to_2(conn: Connection) -> None:
+    """Schema 1 -> 2: appointment versions and the booked-only slot index; proposals,
+    idempotency keys and the action-event outbox."""
+    conn.exec_driver_sql("ALTER TABLE appointments ADD COLUMN version INTEGER NOT NULL DEFAULT 1")
+    conn.exec_driver_sql("ALTER TABLE appointments ADD COLUMN updated_at " +
+                         ("TIMESTAMP" if conn.dialect.name == "postgresql" else "DATETIME"))
+    conn.exec_driver_sql("UPDATE appointments SET updated_at = created_at")
+    conn.exec_driver_sql("DROP INDEX ux_appointments_slot")
+    for index in appointments.indexes:
+        index.create(conn)
+    for table in (proposals, proposal_locations, idempotency_keys, action_events_outbox):
+        table.create(conn)
+
+
+# Steps from version N to N+1, applied in order inside one transaction each.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _to_2}
 
 
 def default_database_url(data_dir: Path) -> str:

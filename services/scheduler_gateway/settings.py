@@ -23,6 +23,12 @@ class Settings(ServerSettings):
     default_range_days: int = 7
     # page_size 0 means this; 1..100 otherwise.
     default_page_size: int = 20
+    # Proposals: how long one waits for the patient's confirmation, how long a review task waits
+    # for staff (never past the appointment's or the last offered slot's start), and how often
+    # expired proposals are recorded as expired (0: only when touched).
+    proposal_ttl_seconds: int = 900
+    review_task_ttl_seconds: int = 172800
+    expiry_sweep_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -30,3 +36,6 @@ class Settings(ServerSettings):
         require(1 <= self.default_range_days <= self.max_range_days,
                 "default_range_days must be in 1..max_range_days")
         require(1 <= self.default_page_size <= 100, "default_page_size must be in 1..100")
+        require(30 <= self.proposal_ttl_seconds <= 7 * 86400, "proposal_ttl_seconds must be in 30..604800")
+        require(60 <= self.review_task_ttl_seconds <= 30 * 86400, "review_task_ttl_seconds must be in 60..2592000")
+        require(0 <= self.expiry_sweep_seconds <= 3600, "expiry_sweep_seconds must be in 0..3600")

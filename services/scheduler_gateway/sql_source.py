@@ -13,24 +13,29 @@ from sqlalchemy import Engine, and_, func, literal, or_, select, union_all, upda
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from services.scheduler_gateway import codec
 from services.scheduler_gateway import schema as s
 from services.scheduler_gateway.domain import (
+    APPOINTMENT_BOOKED,
     BUSY,
     CONFIRMED,
+    EVENT_SLOT_CONFIRMED,
     FREE,
     SLOT_NO_LONGER_AVAILABLE,
     SLOT_NOT_FOUND,
     ConfirmOutcome,
+    Idempotency,
     LocationRecord,
     SlotQuery,
     SlotRecord,
     TenantCatalog,
 )
+from services.scheduler_gateway.sql_tx import Completed, append_event, idempotent_write
 
 log = logging.getLogger("citetrace.scheduler_gateway")
 
 
-def _unavailable_on_db_error(method):
+def unavailable_on_db_error(method):
     """A database that cannot be reached (or a lock or pooled connection that cannot be had in
     time) is UNAVAILABLE with a reason the orchestrator turns into SOURCE_UNAVAILABLE. Anything
     else (a bug) stays INTERNAL."""
@@ -72,7 +77,7 @@ class SqlSlotSource:
 
     # -- reads ---------------------------------------------------------------------------------
 
-    @_unavailable_on_db_error
+    @unavailable_on_db_error
     def catalog(self, tenant_id: str) -> TenantCatalog:
         """The tenant's names in one round trip."""
         parts = [
@@ -95,7 +100,7 @@ class SqlSlotSource:
             appointment_types=frozenset(found["type"]),
         )
 
-    def _slot_select(self):
+    def slot_select(self):
         sl, sc, lo, cl, pr = s.slots, s.schedules, s.locations, s.clinics, s.providers
         return (
             select(
@@ -111,10 +116,10 @@ class SqlSlotSource:
             .outerjoin(pr, and_(pr.c.tenant_id == sc.c.tenant_id, pr.c.provider_id == sc.c.provider_id))
         )
 
-    @_unavailable_on_db_error
+    @unavailable_on_db_error
     def find_free_slots(self, query: SlotQuery) -> list[SlotRecord]:
         sl, sc = s.slots, s.schedules
-        stmt = self._slot_select().where(
+        stmt = self.slot_select().where(
             sl.c.tenant_id == query.tenant_id,
             sl.c.specialty_id == query.specialty,
             sl.c.status == FREE,
@@ -135,9 +140,9 @@ class SqlSlotSource:
             stmt = stmt.where(or_(sl.c.start_time > start, and_(sl.c.start_time == start, sl.c.slot_id > slot_id)))
         stmt = stmt.order_by(sl.c.start_time, sl.c.slot_id).limit(query.limit)
         with self.engine.connect() as conn:
-            return [_slot(row) for row in conn.execute(stmt)]
+            return [slot_from_row(row) for row in conn.execute(stmt)]
 
-    @_unavailable_on_db_error
+    @unavailable_on_db_error
     def list_locations(
         self, tenant_id: str, location_ids: frozenset[str] | None, after_id: str | None, limit: int
     ) -> Sequence[LocationRecord]:
@@ -175,9 +180,9 @@ class SqlSlotSource:
             for row in rows
         ]
 
-    # -- the one write ---------------------------------------------------------------------------
+    # -- the direct booking (proposals are in sql_workflow.py) -------------------------------------
 
-    @_unavailable_on_db_error
+    @unavailable_on_db_error
     def confirm(
         self,
         tenant_id: str,
@@ -186,49 +191,59 @@ class SqlSlotSource:
         expected_version: int,
         patient_ref: str,
         now: dt.datetime,
+        idempotency: Idempotency | None = None,
+        actor_ref: str = "",
     ) -> ConfirmOutcome:
         sl, sc = s.slots, s.schedules
         in_scope = select(sc.c.schedule_id).where(sc.c.tenant_id == tenant_id)
         if location_ids is not None:
             in_scope = in_scope.where(sc.c.location_id.in_(sorted(location_ids)))
         scoped = and_(sl.c.tenant_id == tenant_id, sl.c.slot_id == slot_id, sl.c.schedule_id.in_(in_scope))
-        # The compare-and-set is the first statement of the transaction: on PostgreSQL a concurrent
-        # updater waits for the row lock and then re-evaluates the WHERE clause against the new row
-        # (0 rows); on SQLite BEGIN IMMEDIATE serializes writers.
+        # On PostgreSQL a concurrent updater waits for the row lock and then re-evaluates the WHERE
+        # clause against the new row (0 rows); on SQLite BEGIN IMMEDIATE serializes writers.
         claim = (
             update(sl)
             .where(scoped, sl.c.version == expected_version, sl.c.status == FREE, sl.c.start_time > now)
             .values(status=BUSY, version=sl.c.version + 1, updated_at=now)
         )
-        appointment_id = f"appt-{uuid.uuid4().hex}"
+
+        def work(conn) -> Completed[ConfirmOutcome]:
+            won = conn.execute(claim).rowcount == 1
+            appointment_id = ""
+            if won:
+                appointment_id = f"appt-{uuid.uuid4().hex}"
+                conn.execute(s.appointments.insert().values(
+                    tenant_id=tenant_id, appointment_id=appointment_id, slot_id=slot_id, patient_ref=patient_ref,
+                    status=APPOINTMENT_BOOKED, created_at=now, version=1, updated_at=now))
+            row = conn.execute(self.slot_select().where(scoped)).first()
+            if row is None:
+                outcome = ConfirmOutcome(SLOT_NOT_FOUND)
+            elif won:
+                outcome = ConfirmOutcome(CONFIRMED, slot_from_row(row), appointment_id)
+                append_event(conn, tenant_id, {
+                    "kind": EVENT_SLOT_CONFIRMED, "actor_ref": actor_ref, "occurred_at": codec.time_to_json(now),
+                    "appointment_id": appointment_id, "patient_ref": patient_ref,
+                    "slot": codec.slot_to_json(outcome.slot), "expected_version": expected_version}, now)
+            else:
+                outcome = ConfirmOutcome(SLOT_NO_LONGER_AVAILABLE, slot_from_row(row))
+            return Completed(outcome, codec.confirm_outcome_to_json(outcome))
+
         try:
-            with self.engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
-                won = conn.execute(claim).rowcount == 1
-                if won:
-                    conn.execute(
-                        s.appointments.insert().values(
-                            tenant_id=tenant_id, appointment_id=appointment_id, slot_id=slot_id,
-                            patient_ref=patient_ref, status="booked", created_at=now,
-                        )
-                    )
-                row = conn.execute(self._slot_select().where(scoped)).first()
+            return idempotent_write(self.engine, tenant_id, idempotency, now, work, codec.confirm_outcome_from_json)
         except IntegrityError:
             # Only reachable if the slot was booked outside the version protocol: still no double booking.
-            won, row = False, None
             with self.engine.connect() as conn:
-                row = conn.execute(self._slot_select().where(scoped)).first()
-        if row is None:
-            return ConfirmOutcome(SLOT_NOT_FOUND)
-        if won:
-            return ConfirmOutcome(CONFIRMED, _slot(row), appointment_id)
-        return ConfirmOutcome(SLOT_NO_LONGER_AVAILABLE, _slot(row))
+                row = conn.execute(self.slot_select().where(scoped)).first()
+            return ConfirmOutcome(SLOT_NOT_FOUND) if row is None else ConfirmOutcome(SLOT_NO_LONGER_AVAILABLE,
+                                                                                     slot_from_row(row))
 
     def count_appointments(self, tenant_id: str, slot_id: str) -> int:
-        """For operators and tests: bookings of one slot (never more than one)."""
+        """For operators and tests: booked appointments of one slot (never more than one)."""
         with self.engine.connect() as conn:
             return conn.execute(
                 select(func.count()).select_from(s.appointments).where(
-                    s.appointments.c.tenant_id == tenant_id, s.appointments.c.slot_id == slot_id
+                    s.appointments.c.tenant_id == tenant_id, s.appointments.c.slot_id == slot_id,
+                    s.appointments.c.status == APPOINTMENT_BOOKED,
                 )
             ).scalar_one()
 
@@ -247,7 +262,7 @@ def _grouped(conn, table, column, tenant_id: str, location_ids: list[str]) -> di
     return out
 
 
-def _slot(row) -> SlotRecord:
+def slot_from_row(row) -> SlotRecord:
     return SlotRecord(
         slot_id=row.slot_id,
         version=int(row.version),

@@ -47,6 +47,8 @@ def world() -> dict:
                      "appointment_type": "follow_up"},
                     {"id": "ng-cardio", "location": "acme-northgate", "provider": "acme-dr-blake",
                      "appointment_type": "new_patient"},
+                    {"id": "ns-derm", "location": "acme-northside", "specialty": "dermatology",
+                     "appointment_type": "new_patient"},
                 ],
                 "slots": [
                     {"id": "ns-past", "schedule": "ns-cardio", "start": "2026-11-30T11:00:00Z"},
@@ -62,6 +64,17 @@ def world() -> dict:
                     {"id": "ng-1", "schedule": "ng-cardio", "start": "2026-11-30T16:00:00Z",
                      "appointment_type": "follow_up"},
                     {"id": "ng-3", "schedule": "ng-cardio", "start": "2026-12-02T15:00:00Z"},
+                    {"id": "ns-derm-1", "schedule": "ns-derm", "start": "2026-12-01T16:00:00Z"},
+                    # Slots of existing appointments (booked ones become busy when loaded).
+                    {"id": "ns-appt-1", "schedule": "ns-cardio", "start": "2026-12-02T15:00:00Z"},
+                    {"id": "ng-appt-2", "schedule": "ng-cardio", "start": "2026-12-03T15:00:00Z"},
+                    {"id": "ns-appt-old", "schedule": "ns-cardio", "start": "2026-11-29T15:00:00Z"},
+                ],
+                "appointments": [
+                    {"id": "appt-1", "patient": "pat-1", "slot": "ns-appt-1"},
+                    {"id": "appt-2", "patient": "pat-2", "slot": "ng-appt-2"},
+                    {"id": "appt-old", "patient": "pat-1", "slot": "ns-appt-old"},
+                    {"id": "appt-cx", "patient": "pat-1", "slot": "ns-busy", "status": "cancelled"},
                 ],
             },
             {
@@ -78,7 +91,10 @@ def world() -> dict:
                 "slots": [
                     {"id": "bor-1", "schedule": "bor-cardio", "start": "2026-11-30T13:00:00Z"},
                     {"id": "bor-2", "schedule": "bor-cardio", "start": "2026-12-01T08:00:00Z"},
+                    {"id": "bor-appt-slot", "schedule": "bor-cardio", "start": "2026-12-02T08:00:00Z"},
                 ],
+                # The same patient reference in another tenant: another person, never visible to acme.
+                "appointments": [{"id": "bor-appt-1", "patient": "pat-1", "slot": "bor-appt-slot"}],
             },
             {
                 "id": "cedar-care", "name": "Cedar Care (synthetic)", "time_zone": "Pacific/Auckland",

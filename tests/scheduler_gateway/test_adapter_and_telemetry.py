@@ -79,7 +79,7 @@ def test_the_servicer_runs_unchanged_on_another_source(auth, metadata_for):
                            metadata=md)
         assert error_info(caught.value).reason == "UNKNOWN_LOCATION"
         with pytest.raises(grpc.RpcError) as caught:
-            stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id="two-1", expected_version=1, patient_ref="p"),
+            stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id="two-1", expected_version=1, ),
                              timeout=10, metadata=md)
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
         locations = stub.ListLocations(pb.ListLocationsRequest(), timeout=10, metadata=metadata_for("t-two"))
@@ -91,7 +91,7 @@ def test_the_servicer_runs_unchanged_on_another_source(auth, metadata_for):
         def attempt(i: int) -> None:
             barrier.wait(timeout=10)
             results.append(stub.ConfirmSlot(
-                pb.ConfirmSlotRequest(slot_id="b-2", expected_version=1, patient_ref=f"p{i}"),
+                pb.ConfirmSlotRequest(slot_id="b-2", expected_version=1),
                 timeout=10, metadata=md).result)
 
         threads = [threading.Thread(target=attempt, args=(i,)) for i in range(6)]
@@ -124,8 +124,7 @@ def test_stages_have_spans_and_latency_histograms(auth, sqlite_url, metadata_for
     with gateway(auth, sqlite_url) as stub:
         md = metadata_for("acme-health")
         reply = stub.FindSlots(pb.FindSlotsRequest(specialty="cardiology", page_size=2), timeout=10, metadata=md)
-        stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id=reply.slots[0].slot_id, expected_version=1,
-                                               patient_ref="patient-ref-9"), timeout=10, metadata=md)
+        stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id=reply.slots[0].slot_id, expected_version=1), timeout=10, metadata=md)
     assert _stage_count("scheduler.find_slots") == before["scheduler.find_slots"] + 1
     assert _stage_count("scheduler.confirm_slot") == before["scheduler.confirm_slot"] + 1
     assert _read_age_count() == before_age + 1

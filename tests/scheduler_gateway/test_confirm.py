@@ -18,7 +18,8 @@ from services.scheduler_gateway.sql_source import SqlSlotSource
 TIMEOUT = 15
 
 
-def confirm(stub, md, slot_id, version, patient="patient-ref-1"):
+def confirm(stub, md, slot_id, version, patient=""):
+    """patient: empty for a patient token (the patient comes from the token); staff name one."""
     return stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id=slot_id, expected_version=version, patient_ref=patient),
                             timeout=TIMEOUT, metadata=md)
 
@@ -52,7 +53,7 @@ def test_confirm_books_once_and_the_second_gets_no_longer_available(loaded, meta
     assert won.appointment_id.startswith("appt-")
     assert won.slot.slot_id == "ns-1" and won.slot.version == slot.version + 1
     assert won.slot.status == common_pb2.SLOT_STATUS_BUSY
-    lost = confirm(stub, md, "ns-1", slot.version, patient="patient-ref-2")
+    lost = confirm(stub, metadata_for("acme-health", subject="another-patient"), "ns-1", slot.version)
     assert lost.result == pb.CONFIRM_RESULT_SLOT_NO_LONGER_AVAILABLE
     assert lost.appointment_id == ""
     assert lost.slot.version == slot.version + 1 and lost.slot.status == common_pb2.SLOT_STATUS_BUSY
@@ -96,29 +97,45 @@ def test_other_tenants_and_other_locations_slots_are_not_found(loaded, metadata_
 
 
 @pytest.mark.parametrize(
-    ("fields", "reason"),
+    ("role", "fields", "reason"),
     [
-        ({"expected_version": 1, "patient_ref": "p"}, "MISSING_SLOT_ID"),
-        ({"slot_id": "ns-1", "patient_ref": "p"}, "MISSING_EXPECTED_VERSION"),
-        ({"slot_id": "ns-1", "expected_version": 1}, "MISSING_PATIENT_REF"),
-        ({"slot_id": "ns-1", "expected_version": 1, "patient_ref": "p" * 257}, "VALUE_TOO_LONG"),
-        ({"slot_id": "s" * 129, "expected_version": 1, "patient_ref": "p"}, "VALUE_TOO_LONG"),
+        ("patient", {"expected_version": 1}, "MISSING_SLOT_ID"),
+        ("patient", {"slot_id": "ns-1"}, "MISSING_EXPECTED_VERSION"),
+        ("staff", {"slot_id": "ns-1", "expected_version": 1}, "MISSING_PATIENT_REF"),
+        ("staff", {"slot_id": "ns-1", "expected_version": 1, "patient_ref": "p" * 257}, "VALUE_TOO_LONG"),
+        ("patient", {"slot_id": "s" * 129, "expected_version": 1}, "VALUE_TOO_LONG"),
+        ("patient", {"slot_id": "ns-1", "expected_version": 1, "idempotency_key": "no spaces"},
+         "INVALID_IDEMPOTENCY_KEY"),
     ],
 )
-def test_confirm_bad_input(auth, sqlite_url, metadata_for, fields, reason):
+def test_confirm_bad_input(auth, sqlite_url, metadata_for, role, fields, reason):
     from .conftest import gateway, load, world
 
     load(sqlite_url, world())
     with gateway(auth, sqlite_url) as stub, pytest.raises(grpc.RpcError) as caught:
-        stub.ConfirmSlot(pb.ConfirmSlotRequest(**fields), timeout=TIMEOUT, metadata=metadata_for("acme-health"))
+        stub.ConfirmSlot(pb.ConfirmSlotRequest(**fields), timeout=TIMEOUT,
+                         metadata=metadata_for("acme-health", roles=(role,)))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).reason == reason
+    assert bookings(sqlite_url, "acme-health", "ns-1") == 0
+
+
+def test_a_patient_books_only_for_themselves(loaded, metadata_for):
+    """The patient comes from the token: naming someone else is refused, whoever that is."""
+    stub, url = loaded
+    with pytest.raises(grpc.RpcError) as caught:
+        confirm(stub, metadata_for("acme-health"), "ns-1", 1, patient="someone-else")
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert error_info(caught.value).reason == "PATIENT_REF_FROM_TOKEN"
+    assert bookings(url, "acme-health", "ns-1") == 0
+    assert confirm(stub, metadata_for("acme-health"), "ns-1", 1, patient="test-user").result == \
+        pb.CONFIRM_RESULT_CONFIRMED
 
 
 @pytest.mark.slow
 def test_concurrent_confirmations_have_exactly_one_winner(loaded, metadata_for):
     stub, url = loaded
-    md = metadata_for("acme-health")
+    md = metadata_for("acme-health", roles=("staff",))
     contenders = 8
     for slot_id in ("ng-1", "ng-2", "ng-3"):  # three rounds, each on a fresh slot
         barrier = threading.Barrier(contenders)
@@ -185,5 +202,5 @@ def test_only_patients_staff_and_services_may_book(loaded, metadata_for):
     assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert error_info(caught.value).reason == "ROLE_NOT_ALLOWED"
     assert bookings(url, "acme-health", "ns-1") == 0
-    assert confirm(stub, metadata_for("acme-health", roles=("staff",)), "ns-1", 1).result == \
+    assert confirm(stub, metadata_for("acme-health", roles=("staff",)), "ns-1", 1, patient="pat-x").result == \
         pb.CONFIRM_RESULT_CONFIRMED

@@ -106,6 +106,7 @@ def test_a_bad_file_writes_nothing_and_keeps_what_was_there(tmp_path, sqlite_url
     bad = tmp_path / "bad.yaml"
     document = world()
     document["tenants"][0]["slots"] = []  # would replace acme's slots ...
+    document["tenants"][0]["appointments"] = []
     document["tenants"][2]["locations"][0]["time_zone"] = "Pacific/Atlantis"  # ... but the file is invalid
     bad.write_text(yaml.safe_dump(document))
     with pytest.raises(LoadError) as caught:
@@ -183,6 +184,7 @@ def test_unquoted_yaml_timestamps_keep_their_offset(tmp_path, sqlite_url):
     document = world()
     document["tenants"] = [document["tenants"][0]]
     document["tenants"][0]["slots"] = [{"id": "x", "schedule": "ns-cardio", "start": "PLACEHOLDER"}]
+    document["tenants"][0].pop("appointments")
     text = yaml.safe_dump(document).replace("PLACEHOLDER", "2026-12-01T09:00:00-05:00")
     path = tmp_path / "slots.yaml"
     path.write_text(text)

@@ -135,6 +135,7 @@ def test_ambiguous_wall_time_at_new_york_fall_back_takes_the_first_occurrence(sq
     tenant["time_zone"] = "America/New_York"
     tenant["schedules"][0]["weekly"] = [{"days": "daily", "start": "01:00", "end": "02:00", "minutes": 30}]
     tenant["slots"] = []
+    tenant.pop("appointments", None)
     plan = load(sqlite_url, document, now=dt.datetime(2027, 11, 1, tzinfo=UTC), today=dt.date(2027, 11, 6))
     starts = {row["slot_id"]: row["start_time"] for row in plan.rows["slots"]}
     assert starts["bor-cardio-20271107-0100"] == dt.datetime(2027, 11, 7, 5, 0, tzinfo=UTC)  # EDT

@@ -20,6 +20,8 @@ from citetrace.kit.settings import require
 
 AUTHORIZATION = "authorization"
 ROLE_SERVICE = "service"
+ROLE_PATIENT = "patient"
+SERVICE_SUBJECT_PREFIX = "service:"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +30,20 @@ class Principal:
     subject: str
     roles: tuple[str, ...] = ()
     location_ids: tuple[str, ...] = ()
+    # The patient this caller is (claim `patient_ref`; a patient token without it is the patient
+    # its subject names). Services take a patient's identity from here, never from a request body.
+    patient_ref: str = ""
+    # The service acting for this user (claim `act.sub`, RFC 8693), e.g. "service:orchestrator"
+    # when the assistant calls on the user's behalf; empty for a direct call.
+    actor: str = ""
 
     def has_any_role(self, roles: Iterable[str]) -> bool:
         return bool(set(roles) & set(self.roles))
+
+    @property
+    def acting_service(self) -> str:
+        """The name of the service acting for the user ('' for a direct call)."""
+        return self.actor.removeprefix(SERVICE_SUBJECT_PREFIX) if self.actor.startswith(SERVICE_SUBJECT_PREFIX) else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +97,16 @@ class TokenVerifier:
         tenant = claims.get("tenant")
         if not isinstance(tenant, str) or not tenant:
             raise Unauthenticated("TOKEN_INVALID", "the bearer token names no tenant")
+        roles = tuple(sorted(str(r) for r in claims.get("roles", [])))
+        patient_ref = claims.get("patient_ref") or (str(claims["sub"]) if ROLE_PATIENT in roles else "")
+        act = claims.get("act")
         return Principal(
             tenant_id=tenant,
             subject=str(claims["sub"]),
-            roles=tuple(sorted(str(r) for r in claims.get("roles", []))),
+            roles=roles,
             location_ids=tuple(sorted(str(loc) for loc in claims.get("locations", []))),
+            patient_ref=str(patient_ref),
+            actor=str(act.get("sub", "")) if isinstance(act, dict) else "",
         )
 
     def verify_metadata(self, metadata: Iterable[tuple[str, str | bytes]]) -> tuple[Principal, str]:
@@ -117,6 +135,8 @@ def mint_token(
     location_ids: Iterable[str] = (),
     ttl_seconds: int = 3600,
     now: float | None = None,
+    patient_ref: str = "",
+    actor: str = "",
 ) -> str:
     """Mints a token (development tokens, service tokens, tests). Needs the signing key."""
     issued = int(time.time() if now is None else now)
@@ -130,6 +150,10 @@ def mint_token(
         "iat": issued,
         "exp": issued + ttl_seconds,
     }
+    if patient_ref:
+        claims["patient_ref"] = patient_ref
+    if actor:
+        claims["act"] = {"sub": actor}
     if settings.rs256_private_key_file is not None:
         return jwt.encode(claims, settings.rs256_private_key_file.read_text(), algorithm="RS256")
     if not settings.hs256_secret:
@@ -152,6 +176,15 @@ def service_token(settings: AuthSettings, tenant_id: str, service_name: str, ttl
                        ttl_seconds=ttl_seconds)
     _service_tokens[key] = (token, time.time() + ttl_seconds)
     return token
+
+
+def delegated_token(settings: AuthSettings, principal: Principal, service_name: str, ttl_seconds: int = 120) -> str:
+    """A short-lived token for `service_name` acting for `principal` (RFC 8693 `act`): the same
+    tenant, roles, locations and patient as the user's verified token, plus the acting service,
+    so the callee applies the user's scope and knows the call came through that service."""
+    return mint_token(settings, tenant_id=principal.tenant_id, subject=principal.subject, roles=principal.roles,
+                      location_ids=principal.location_ids, ttl_seconds=ttl_seconds,
+                      patient_ref=principal.patient_ref, actor=f"{SERVICE_SUBJECT_PREFIX}{service_name}")
 
 
 def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:

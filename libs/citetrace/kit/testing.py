@@ -28,5 +28,7 @@ def serving(spec: ServiceSpec, auth: AuthSettings, *, warm: bool = True, grace: 
         runner.stop(grace)
 
 
-def token_metadata(auth: AuthSettings, tenant: str, roles=("patient",), locations=(), subject="test-user"):
-    return bearer_metadata(mint_token(auth, tenant_id=tenant, subject=subject, roles=roles, location_ids=locations))
+def token_metadata(auth: AuthSettings, tenant: str, roles=("patient",), locations=(), subject="test-user",
+                   patient_ref: str = ""):
+    return bearer_metadata(mint_token(auth, tenant_id=tenant, subject=subject, roles=roles, location_ids=locations,
+                                      patient_ref=patient_ref))

@@ -88,6 +88,8 @@ class NextAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NEXT_ACTION_ANSWER_CLARIFICATION: _ClassVar[NextAction]
     NEXT_ACTION_CONFIRM_SLOT: _ClassVar[NextAction]
     NEXT_ACTION_RETRY_LATER: _ClassVar[NextAction]
+    NEXT_ACTION_CONFIRM_CHANGE: _ClassVar[NextAction]
+    NEXT_ACTION_VERIFY_CONTACT_DETAILS: _ClassVar[NextAction]
 
 class SlotStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -155,6 +157,8 @@ NEXT_ACTION_ROUTE_TO_POLICY_OWNER: NextAction
 NEXT_ACTION_ANSWER_CLARIFICATION: NextAction
 NEXT_ACTION_CONFIRM_SLOT: NextAction
 NEXT_ACTION_RETRY_LATER: NextAction
+NEXT_ACTION_CONFIRM_CHANGE: NextAction
+NEXT_ACTION_VERIFY_CONTACT_DETAILS: NextAction
 SLOT_STATUS_UNSPECIFIED: SlotStatus
 SLOT_STATUS_FREE: SlotStatus
 SLOT_STATUS_BUSY: SlotStatus

@@ -22,33 +22,66 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from citetrace.common.v1 import appointments_pb2 as citetrace_dot_common_dot_v1_dot_appointments__pb2
 from citetrace.common.v1 import common_pb2 as citetrace_dot_common_dot_v1_dot_common__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n>citetrace/scheduler_gateway/v1/scheduler_gateway_service.proto\x12\x1e\x63itetrace.scheduler_gateway.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x02\n\x10\x46indSlotsRequest\x12\x11\n\tspecialty\x18\x01 \x01(\t\x12\x13\n\x0blocation_id\x18\x02 \x01(\t\x12\x13\n\x0bprovider_id\x18\x03 \x01(\t\x12.\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10\x61ppointment_type\x18\x06 \x01(\t\x12\x11\n\tpage_size\x18\x07 \x01(\x05\x12\x12\n\npage_token\x18\x08 \x01(\t\x12)\n\x05\x61s_of\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x81\x01\n\x11\x46indSlotsResponse\x12(\n\x05slots\x18\x01 \x03(\x0b\x32\x19.citetrace.common.v1.Slot\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"T\n\x12\x43onfirmSlotRequest\x12\x0f\n\x07slot_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\x03\x12\x13\n\x0bpatient_ref\x18\x03 \x01(\t\"\xa6\x01\n\x13\x43onfirmSlotResponse\x12=\n\x06result\x18\x01 \x01(\x0e\x32-.citetrace.scheduler_gateway.v1.ConfirmResult\x12\x16\n\x0e\x61ppointment_id\x18\x02 \x01(\t\x12\'\n\x04slot\x18\x03 \x01(\x0b\x32\x19.citetrace.common.v1.Slot\x12\x0f\n\x07message\x18\x04 \x01(\t\"\x96\x01\n\x08Location\x12\x13\n\x0blocation_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x63linic_name\x18\x03 \x01(\t\x12\x11\n\ttime_zone\x18\x04 \x01(\t\x12\x13\n\x0bspecialties\x18\x05 \x03(\t\x12\x19\n\x11\x61ppointment_types\x18\x06 \x03(\t\x12\x0f\n\x07\x61liases\x18\x07 \x03(\t\"=\n\x14ListLocationsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"m\n\x15ListLocationsResponse\x12;\n\tlocations\x18\x01 \x03(\x0b\x32(.citetrace.scheduler_gateway.v1.Location\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*z\n\rConfirmResult\x12\x1e\n\x1a\x43ONFIRM_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43ONFIRM_RESULT_CONFIRMED\x10\x01\x12+\n\'CONFIRM_RESULT_SLOT_NO_LONGER_AVAILABLE\x10\x02\x32\x81\x03\n\x17SchedulerGatewayService\x12p\n\tFindSlots\x12\x30.citetrace.scheduler_gateway.v1.FindSlotsRequest\x1a\x31.citetrace.scheduler_gateway.v1.FindSlotsResponse\x12v\n\x0b\x43onfirmSlot\x12\x32.citetrace.scheduler_gateway.v1.ConfirmSlotRequest\x1a\x33.citetrace.scheduler_gateway.v1.ConfirmSlotResponse\x12|\n\rListLocations\x12\x34.citetrace.scheduler_gateway.v1.ListLocationsRequest\x1a\x35.citetrace.scheduler_gateway.v1.ListLocationsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n>citetrace/scheduler_gateway/v1/scheduler_gateway_service.proto\x12\x1e\x63itetrace.scheduler_gateway.v1\x1a&citetrace/common/v1/appointments.proto\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x02\n\x10\x46indSlotsRequest\x12\x11\n\tspecialty\x18\x01 \x01(\t\x12\x13\n\x0blocation_id\x18\x02 \x01(\t\x12\x13\n\x0bprovider_id\x18\x03 \x01(\t\x12.\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10\x61ppointment_type\x18\x06 \x01(\t\x12\x11\n\tpage_size\x18\x07 \x01(\x05\x12\x12\n\npage_token\x18\x08 \x01(\t\x12)\n\x05\x61s_of\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x81\x01\n\x11\x46indSlotsResponse\x12(\n\x05slots\x18\x01 \x03(\x0b\x32\x19.citetrace.common.v1.Slot\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"m\n\x12\x43onfirmSlotRequest\x12\x0f\n\x07slot_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\x03\x12\x13\n\x0bpatient_ref\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"\xa6\x01\n\x13\x43onfirmSlotResponse\x12=\n\x06result\x18\x01 \x01(\x0e\x32-.citetrace.scheduler_gateway.v1.ConfirmResult\x12\x16\n\x0e\x61ppointment_id\x18\x02 \x01(\t\x12\'\n\x04slot\x18\x03 \x01(\x0b\x32\x19.citetrace.common.v1.Slot\x12\x0f\n\x07message\x18\x04 \x01(\t\"\x96\x01\n\x08Location\x12\x13\n\x0blocation_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x63linic_name\x18\x03 \x01(\t\x12\x11\n\ttime_zone\x18\x04 \x01(\t\x12\x13\n\x0bspecialties\x18\x05 \x03(\t\x12\x19\n\x11\x61ppointment_types\x18\x06 \x03(\t\x12\x0f\n\x07\x61liases\x18\x07 \x03(\t\"=\n\x14ListLocationsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"m\n\x15ListLocationsResponse\x12;\n\tlocations\x18\x01 \x03(\x0b\x32(.citetrace.scheduler_gateway.v1.Location\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xb8\x01\n\x17ListAppointmentsRequest\x12\x13\n\x0bpatient_ref\x18\x01 \x01(\t\x12\x38\n\x08statuses\x18\x02 \x03(\x0e\x32&.citetrace.common.v1.AppointmentStatus\x12\x14\n\x0cinclude_past\x18\x03 \x01(\x08\x12\x11\n\tspecialty\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\"\x96\x01\n\x18ListAppointmentsResponse\x12\x36\n\x0c\x61ppointments\x18\x01 \x03(\x0b\x32 .citetrace.common.v1.Appointment\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"/\n\x15GetAppointmentRequest\x12\x16\n\x0e\x61ppointment_id\x18\x01 \x01(\t\"O\n\x16GetAppointmentResponse\x12\x35\n\x0b\x61ppointment\x18\x01 \x01(\x0b\x32 .citetrace.common.v1.Appointment\"7\n\nSlotChoice\x12\x0f\n\x07slot_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\x03\"\xe3\x02\n\x14ProposeChangeRequest\x12-\n\x04kind\x18\x01 \x01(\x0e\x32\x1f.citetrace.common.v1.ChangeKind\x12\x16\n\x0e\x61ppointment_id\x18\x02 \x01(\t\x12$\n\x1c\x65xpected_appointment_version\x18\x03 \x01(\x03\x12\x39\n\x05slots\x18\x04 \x03(\x0b\x32*.citetrace.scheduler_gateway.v1.SlotChoice\x12<\n\x0c\x63onsequences\x18\x05 \x03(\x0b\x32&.citetrace.common.v1.PolicyConsequence\x12\x14\n\x0c\x61sk_trace_id\x18\x06 \x01(\t\x12\x13\n\x0bpatient_ref\x18\x07 \x01(\t\x12!\n\x19\x63onsequence_rules_version\x18\x08 \x01(\t\x12\x17\n\x0fidempotency_key\x18\t \x01(\t\"H\n\x15ProposeChangeResponse\x12/\n\x08proposal\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal\")\n\x12GetProposalRequest\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\"F\n\x13GetProposalResponse\x12/\n\x08proposal\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal\"\xa7\x01\n\x14ListProposalsRequest\x12\x35\n\x08statuses\x18\x01 \x03(\x0e\x32#.citetrace.common.v1.ProposalStatus\x12\x1c\n\x14review_required_only\x18\x02 \x01(\x08\x12\x13\n\x0bpatient_ref\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"b\n\x15ListProposalsResponse\x12\x30\n\tproposals\x18\x01 \x03(\x0b\x32\x1d.citetrace.common.v1.Proposal\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"e\n\x16\x43onfirmProposalRequest\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\x12\x0f\n\x07slot_id\x18\x02 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\x12\x0c\n\x04note\x18\x04 \x01(\t\"\x82\x02\n\x17\x43onfirmProposalResponse\x12\x45\n\x06result\x18\x01 \x01(\x0e\x32\x35.citetrace.scheduler_gateway.v1.ConfirmProposalResult\x12/\n\x08proposal\x18\x02 \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal\x12\x35\n\x0b\x61ppointment\x18\x03 \x01(\x0b\x32 .citetrace.common.v1.Appointment\x12\'\n\x04slot\x18\x04 \x01(\x0b\x32\x19.citetrace.common.v1.Slot\x12\x0f\n\x07message\x18\x05 \x01(\t\"S\n\x15RejectProposalRequest\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\x12\x0c\n\x04note\x18\x02 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"I\n\x16RejectProposalResponse\x12/\n\x08proposal\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal*z\n\rConfirmResult\x12\x1e\n\x1a\x43ONFIRM_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43ONFIRM_RESULT_CONFIRMED\x10\x01\x12+\n\'CONFIRM_RESULT_SLOT_NO_LONGER_AVAILABLE\x10\x02*\xce\x01\n\x15\x43onfirmProposalResult\x12\'\n#CONFIRM_PROPOSAL_RESULT_UNSPECIFIED\x10\x00\x12%\n!CONFIRM_PROPOSAL_RESULT_CONFIRMED\x10\x01\x12\x34\n0CONFIRM_PROPOSAL_RESULT_SLOT_NO_LONGER_AVAILABLE\x10\x02\x12/\n+CONFIRM_PROPOSAL_RESULT_APPOINTMENT_CHANGED\x10\x03\x32\x84\n\n\x17SchedulerGatewayService\x12p\n\tFindSlots\x12\x30.citetrace.scheduler_gateway.v1.FindSlotsRequest\x1a\x31.citetrace.scheduler_gateway.v1.FindSlotsResponse\x12v\n\x0b\x43onfirmSlot\x12\x32.citetrace.scheduler_gateway.v1.ConfirmSlotRequest\x1a\x33.citetrace.scheduler_gateway.v1.ConfirmSlotResponse\x12|\n\rListLocations\x12\x34.citetrace.scheduler_gateway.v1.ListLocationsRequest\x1a\x35.citetrace.scheduler_gateway.v1.ListLocationsResponse\x12\x85\x01\n\x10ListAppointments\x12\x37.citetrace.scheduler_gateway.v1.ListAppointmentsRequest\x1a\x38.citetrace.scheduler_gateway.v1.ListAppointmentsResponse\x12\x7f\n\x0eGetAppointment\x12\x35.citetrace.scheduler_gateway.v1.GetAppointmentRequest\x1a\x36.citetrace.scheduler_gateway.v1.GetAppointmentResponse\x12|\n\rProposeChange\x12\x34.citetrace.scheduler_gateway.v1.ProposeChangeRequest\x1a\x35.citetrace.scheduler_gateway.v1.ProposeChangeResponse\x12v\n\x0bGetProposal\x12\x32.citetrace.scheduler_gateway.v1.GetProposalRequest\x1a\x33.citetrace.scheduler_gateway.v1.GetProposalResponse\x12|\n\rListProposals\x12\x34.citetrace.scheduler_gateway.v1.ListProposalsRequest\x1a\x35.citetrace.scheduler_gateway.v1.ListProposalsResponse\x12\x82\x01\n\x0f\x43onfirmProposal\x12\x36.citetrace.scheduler_gateway.v1.ConfirmProposalRequest\x1a\x37.citetrace.scheduler_gateway.v1.ConfirmProposalResponse\x12\x7f\n\x0eRejectProposal\x12\x35.citetrace.scheduler_gateway.v1.RejectProposalRequest\x1a\x36.citetrace.scheduler_gateway.v1.RejectProposalResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'citetrace.scheduler_gateway.v1.scheduler_gateway_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CONFIRMRESULT']._serialized_start=1163
-  _globals['_CONFIRMRESULT']._serialized_end=1285
-  _globals['_FINDSLOTSREQUEST']._serialized_start=166
-  _globals['_FINDSLOTSREQUEST']._serialized_end=447
-  _globals['_FINDSLOTSRESPONSE']._serialized_start=450
-  _globals['_FINDSLOTSRESPONSE']._serialized_end=579
-  _globals['_CONFIRMSLOTREQUEST']._serialized_start=581
-  _globals['_CONFIRMSLOTREQUEST']._serialized_end=665
-  _globals['_CONFIRMSLOTRESPONSE']._serialized_start=668
-  _globals['_CONFIRMSLOTRESPONSE']._serialized_end=834
-  _globals['_LOCATION']._serialized_start=837
-  _globals['_LOCATION']._serialized_end=987
-  _globals['_LISTLOCATIONSREQUEST']._serialized_start=989
-  _globals['_LISTLOCATIONSREQUEST']._serialized_end=1050
-  _globals['_LISTLOCATIONSRESPONSE']._serialized_start=1052
-  _globals['_LISTLOCATIONSRESPONSE']._serialized_end=1161
-  _globals['_SCHEDULERGATEWAYSERVICE']._serialized_start=1288
-  _globals['_SCHEDULERGATEWAYSERVICE']._serialized_end=1673
+  _globals['_CONFIRMRESULT']._serialized_start=3096
+  _globals['_CONFIRMRESULT']._serialized_end=3218
+  _globals['_CONFIRMPROPOSALRESULT']._serialized_start=3221
+  _globals['_CONFIRMPROPOSALRESULT']._serialized_end=3427
+  _globals['_FINDSLOTSREQUEST']._serialized_start=206
+  _globals['_FINDSLOTSREQUEST']._serialized_end=487
+  _globals['_FINDSLOTSRESPONSE']._serialized_start=490
+  _globals['_FINDSLOTSRESPONSE']._serialized_end=619
+  _globals['_CONFIRMSLOTREQUEST']._serialized_start=621
+  _globals['_CONFIRMSLOTREQUEST']._serialized_end=730
+  _globals['_CONFIRMSLOTRESPONSE']._serialized_start=733
+  _globals['_CONFIRMSLOTRESPONSE']._serialized_end=899
+  _globals['_LOCATION']._serialized_start=902
+  _globals['_LOCATION']._serialized_end=1052
+  _globals['_LISTLOCATIONSREQUEST']._serialized_start=1054
+  _globals['_LISTLOCATIONSREQUEST']._serialized_end=1115
+  _globals['_LISTLOCATIONSRESPONSE']._serialized_start=1117
+  _globals['_LISTLOCATIONSRESPONSE']._serialized_end=1226
+  _globals['_LISTAPPOINTMENTSREQUEST']._serialized_start=1229
+  _globals['_LISTAPPOINTMENTSREQUEST']._serialized_end=1413
+  _globals['_LISTAPPOINTMENTSRESPONSE']._serialized_start=1416
+  _globals['_LISTAPPOINTMENTSRESPONSE']._serialized_end=1566
+  _globals['_GETAPPOINTMENTREQUEST']._serialized_start=1568
+  _globals['_GETAPPOINTMENTREQUEST']._serialized_end=1615
+  _globals['_GETAPPOINTMENTRESPONSE']._serialized_start=1617
+  _globals['_GETAPPOINTMENTRESPONSE']._serialized_end=1696
+  _globals['_SLOTCHOICE']._serialized_start=1698
+  _globals['_SLOTCHOICE']._serialized_end=1753
+  _globals['_PROPOSECHANGEREQUEST']._serialized_start=1756
+  _globals['_PROPOSECHANGEREQUEST']._serialized_end=2111
+  _globals['_PROPOSECHANGERESPONSE']._serialized_start=2113
+  _globals['_PROPOSECHANGERESPONSE']._serialized_end=2185
+  _globals['_GETPROPOSALREQUEST']._serialized_start=2187
+  _globals['_GETPROPOSALREQUEST']._serialized_end=2228
+  _globals['_GETPROPOSALRESPONSE']._serialized_start=2230
+  _globals['_GETPROPOSALRESPONSE']._serialized_end=2300
+  _globals['_LISTPROPOSALSREQUEST']._serialized_start=2303
+  _globals['_LISTPROPOSALSREQUEST']._serialized_end=2470
+  _globals['_LISTPROPOSALSRESPONSE']._serialized_start=2472
+  _globals['_LISTPROPOSALSRESPONSE']._serialized_end=2570
+  _globals['_CONFIRMPROPOSALREQUEST']._serialized_start=2572
+  _globals['_CONFIRMPROPOSALREQUEST']._serialized_end=2673
+  _globals['_CONFIRMPROPOSALRESPONSE']._serialized_start=2676
+  _globals['_CONFIRMPROPOSALRESPONSE']._serialized_end=2934
+  _globals['_REJECTPROPOSALREQUEST']._serialized_start=2936
+  _globals['_REJECTPROPOSALREQUEST']._serialized_end=3019
+  _globals['_REJECTPROPOSALRESPONSE']._serialized_start=3021
+  _globals['_REJECTPROPOSALRESPONSE']._serialized_end=3094
+  _globals['_SCHEDULERGATEWAYSERVICE']._serialized_start=3430
+  _globals['_SCHEDULERGATEWAYSERVICE']._serialized_end=4714
 # @@protoc_insertion_point(module_scope)

@@ -51,6 +51,41 @@ class SchedulerGatewayServiceStub:
                 request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListLocationsRequest.SerializeToString,
                 response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListLocationsResponse.FromString,
                 _registered_method=True)
+        self.ListAppointments = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ListAppointments',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListAppointmentsRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListAppointmentsResponse.FromString,
+                _registered_method=True)
+        self.GetAppointment = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/GetAppointment',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetAppointmentRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetAppointmentResponse.FromString,
+                _registered_method=True)
+        self.ProposeChange = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ProposeChange',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ProposeChangeRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ProposeChangeResponse.FromString,
+                _registered_method=True)
+        self.GetProposal = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/GetProposal',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetProposalRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetProposalResponse.FromString,
+                _registered_method=True)
+        self.ListProposals = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ListProposals',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListProposalsRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListProposalsResponse.FromString,
+                _registered_method=True)
+        self.ConfirmProposal = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ConfirmProposal',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ConfirmProposalRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ConfirmProposalResponse.FromString,
+                _registered_method=True)
+        self.RejectProposal = channel.unary_unary(
+                '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/RejectProposal',
+                request_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.RejectProposalRequest.SerializeToString,
+                response_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.RejectProposalResponse.FromString,
+                _registered_method=True)
 
 
 class SchedulerGatewayServiceServicer:
@@ -77,6 +112,57 @@ class SchedulerGatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAppointments(self, request, context):
+        """Appointments of the system of record. Patients read their own (patient_ref from the token);
+        staff name a patient of their tenant and locations. Another patient's appointment is NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAppointment(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ProposeChange(self, request, context):
+        """Proposals (workflow state, stored in the scheduling database): a pending book, reschedule or
+        cancel with its policy consequences, confirmed or rejected by the patient (or, for a review
+        task, by staff), never by the assistant. Made by the orchestrator acting for the caller, or
+        by staff.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProposal(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListProposals(self, request, context):
+        """The staff review queue and a patient's own proposals.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConfirmProposal(self, request, context):
+        """Executes the change in one transaction: the slot is claimed live at its version, the
+        appointment's version checked. Idempotent by idempotency_key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RejectProposal(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SchedulerGatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +180,41 @@ def add_SchedulerGatewayServiceServicer_to_server(servicer, server):
                     servicer.ListLocations,
                     request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListLocationsRequest.FromString,
                     response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListLocationsResponse.SerializeToString,
+            ),
+            'ListAppointments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAppointments,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListAppointmentsRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListAppointmentsResponse.SerializeToString,
+            ),
+            'GetAppointment': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAppointment,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetAppointmentRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetAppointmentResponse.SerializeToString,
+            ),
+            'ProposeChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.ProposeChange,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ProposeChangeRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ProposeChangeResponse.SerializeToString,
+            ),
+            'GetProposal': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProposal,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetProposalRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetProposalResponse.SerializeToString,
+            ),
+            'ListProposals': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProposals,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListProposalsRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListProposalsResponse.SerializeToString,
+            ),
+            'ConfirmProposal': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConfirmProposal,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ConfirmProposalRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ConfirmProposalResponse.SerializeToString,
+            ),
+            'RejectProposal': grpc.unary_unary_rpc_method_handler(
+                    servicer.RejectProposal,
+                    request_deserializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.RejectProposalRequest.FromString,
+                    response_serializer=citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.RejectProposalResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -179,6 +300,195 @@ class SchedulerGatewayService:
             '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ListLocations',
             citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListLocationsRequest.SerializeToString,
             citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListLocationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAppointments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ListAppointments',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListAppointmentsRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListAppointmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAppointment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/GetAppointment',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetAppointmentRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetAppointmentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProposeChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ProposeChange',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ProposeChangeRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ProposeChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProposal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/GetProposal',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetProposalRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.GetProposalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProposals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ListProposals',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListProposalsRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ListProposalsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConfirmProposal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/ConfirmProposal',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ConfirmProposalRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.ConfirmProposalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RejectProposal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.scheduler_gateway.v1.SchedulerGatewayService/RejectProposal',
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.RejectProposalRequest.SerializeToString,
+            citetrace_dot_scheduler__gateway_dot_v1_dot_scheduler__gateway__service__pb2.RejectProposalResponse.FromString,
             options,
             channel_credentials,
             insecure,
