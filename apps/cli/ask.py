@@ -18,17 +18,13 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from apps.cli.common import add_data_dir, dev_token, fail, split_list, target
+from apps.cli.common import add_caller, add_data_dir, caller_token, fail, target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("ask", help="ask the orchestrator one question and print the traced answer")
     parser.add_argument("question")
-    who = parser.add_argument_group("caller (a development token is minted unless --token is given)")
-    who.add_argument("--tenant", help="tenant of the development token")
-    who.add_argument("--roles", default="patient", help="comma-separated roles (default: patient)")
-    who.add_argument("--locations", default="", help="comma-separated permitted location IDs (default: all)")
-    who.add_argument("--token", help="a bearer token instead of --tenant/--roles")
+    add_caller(parser)
     parser.add_argument("--location", default="", help="location hint (a location ID of the tenant)")
     parser.add_argument("--as-of", dest="as_of", help="request time, ISO 8601 with offset (default: now)")
     parser.add_argument("--locale", default="", help="locale, e.g. en or nb-NO")
@@ -54,12 +50,7 @@ def _as_of(value: str | None) -> Timestamp | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.token:
-        token = args.token
-    elif args.tenant:
-        token = dev_token(args.data_dir, args.tenant, split_list(args.roles), split_list(args.locations))
-    else:
-        fail("give --tenant (and --roles) to mint a development token, or --token")
+    token = caller_token(args)
     request = pb.AskRequest(question=args.question, location_id=args.location, locale=args.locale)
     stamp = _as_of(args.as_of)
     if stamp is not None:

@@ -55,9 +55,30 @@ def auth_settings(data_dir: Path) -> AuthSettings:
 
 
 def dev_token(data_dir: Path, tenant: str, roles: list[str], locations: list[str] | None = None,
-              subject: str = "cli-user", ttl_seconds: int = 3600) -> str:
+              subject: str = "cli-user", ttl_seconds: int = 3600, patient_ref: str = "") -> str:
     return mint_token(auth_settings(data_dir), tenant_id=tenant, subject=subject, roles=roles,
-                      location_ids=locations or [], ttl_seconds=ttl_seconds)
+                      location_ids=locations or [], ttl_seconds=ttl_seconds, patient_ref=patient_ref)
+
+
+def add_caller(parser: argparse.ArgumentParser, default_roles: str = "patient") -> None:
+    """--tenant/--roles/--locations/--subject/--patient-ref for a development token, or --token."""
+    who = parser.add_argument_group("caller (a development token is minted unless --token is given)")
+    who.add_argument("--tenant", help="tenant of the development token")
+    who.add_argument("--roles", default=default_roles, help=f"comma-separated roles (default: {default_roles})")
+    who.add_argument("--locations", default="", help="comma-separated permitted location IDs (default: all)")
+    who.add_argument("--subject", default="cli-user",
+                     help="pseudonymous subject; a patient token's subject is its patient reference (default cli-user)")
+    who.add_argument("--patient-ref", default="", help="patient reference claim, when it differs from --subject")
+    who.add_argument("--token", help="a bearer token instead of --tenant/--roles")
+
+
+def caller_token(args: argparse.Namespace) -> str:
+    if getattr(args, "token", None):
+        return args.token
+    if not getattr(args, "tenant", None):
+        fail("give --tenant (and --roles) to mint a development token, or --token")
+    return dev_token(args.data_dir, args.tenant, split_list(args.roles), split_list(args.locations),
+                     subject=args.subject, patient_ref=args.patient_ref)
 
 
 def read_state(data_dir: Path) -> dict:

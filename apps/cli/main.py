@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "apps.cli.token",
     "apps.cli.ingest",
     "apps.cli.slots",
+    "apps.cli.appointments",
     "apps.cli.ask",
     "apps.cli.trace",
     "apps.cli.replay",
