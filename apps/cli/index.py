@@ -1,4 +1,5 @@
-"""citetrace index list|rebuild|switch GENERATION|rollback: the OpenSearch index generations.
+"""citetrace index list|rebuild|switch GENERATION|rollback: the OpenSearch index generations;
+citetrace index verify|resign: the signed store of record (issue 16).
 
 The search index is derived data. Each rebuild writes a new index `<prefix>passages-<generation>`
 from the store of record and then moves the alias `<prefix>passages` to it in one atomic
@@ -52,6 +53,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(switch)
     switch.set_defaults(func=run_switch)
 
+    verify = commands.add_parser("verify", help="verify every stored version and passage (signature, text digest, "
+                                 "passage rows); exit 1 naming each one that fails")
+    verify.add_argument("--database-url", help="SQLAlchemy URL of the store of record "
+                        "(default: $CITETRACE_RETRIEVAL_DATABASE_URL or the SQLite file under --data-dir)")
+    verify.add_argument("--json", action="store_true", help="print JSON")
+    add_data_dir(verify)
+    verify.set_defaults(func=run_verify)
+
+    resign = commands.add_parser("resign", help="after a key rotation: sign every version that verifies with the "
+                                 "current signing key (then the old public key can be dropped)")
+    resign.add_argument("--database-url", help="SQLAlchemy URL of the store of record")
+    resign.add_argument("--adopt-unsigned", action="store_true",
+                        help="also sign versions stored before signing existed whose text and passages still "
+                        "match their digests (you vouch that nobody forged them)")
+    add_data_dir(resign)
+    resign.set_defaults(func=run_resign)
+
     rollback = commands.add_parser("rollback", help="make the generation before the live one live again")
     common(rollback)
     rollback.set_defaults(func=run_rollback)
@@ -84,11 +102,80 @@ def _backend(settings):
 
 def _guard(action):
     from citetrace.kit.errors import DomainError
+    from citetrace.signing import KeyFileError
 
     try:
         return action()
     except DomainError as exc:
         fail(f"{exc.reason}: {exc.message}", code=1)
+    except KeyFileError as exc:
+        fail(str(exc), code=2)
+
+
+def _store_settings(args: argparse.Namespace):
+    """The retrieval settings for commands on the store of record alone (no search backend)."""
+    from citetrace.kit.settings import SettingsError, load_settings
+    from services.retrieval.settings import PREFIX, Settings
+
+    try:
+        settings = load_settings(Settings, PREFIX)
+        overrides = {"backend": "embedded", "port": 0, "metrics_port": -1}
+        if f"{PREFIX}DATA_DIR" not in os.environ:
+            overrides["data_dir"] = args.data_dir
+        if args.database_url:
+            overrides["database_url"] = args.database_url
+        return dataclasses.replace(settings, **overrides)
+    except SettingsError as exc:
+        fail(str(exc))
+
+
+def _open_store(args: argparse.Namespace, *, sign: bool):
+    from services.retrieval.core import build_sealer
+    from services.retrieval.store.store import Store
+
+    settings = _store_settings(args)
+    store = Store(settings.resolved_database_url(), settings.sqlite_synchronous)
+    store.migrate()
+    store.sealer = _guard(lambda: build_sealer(settings, store, sign=sign))
+    return settings, store
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from services.retrieval.core import verify_store
+
+    settings, store = _open_store(args, sign=False)
+    started = time.perf_counter()
+    try:
+        report = verify_store(store)
+    finally:
+        store.close()
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({"ok": report.ok, "versions_checked": report.versions_checked,
+                          "passages_checked": report.passages_checked, "seconds": round(elapsed, 3),
+                          "refused": [dataclasses.asdict(r) for r in report.refused]}, indent=2))
+    else:
+        for r in report.refused:
+            print(f"REFUSED {r.tenant_id} {r.document_id} {r.version_id} {r.reason}: {r.message}")
+        verdict = "ok" if report.ok else f"{len(report.refused)} version(s) refused"
+        print(f"store {settings.resolved_database_url()}: {report.versions_checked} versions, "
+              f"{report.passages_checked} passages checked in {elapsed:.2f}s: {verdict}")
+    return 0 if report.ok else 1
+
+
+def run_resign(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    settings, store = _open_store(args, sign=True)
+    try:
+        report = store.reseal(adopt_unsigned=args.adopt_unsigned, now=datetime.now(UTC))
+    finally:
+        store.close()
+    for line in report["refused"]:
+        print(f"REFUSED {line}")
+    print(f"signed with {store.sealer.signer.key_id}: {len(report['resigned'])} re-signed, "
+          f"{len(report['adopted'])} adopted, {len(report['refused'])} refused (left as they are)")
+    return 0 if not report["refused"] else 1
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -122,7 +209,7 @@ def run_rebuild(args: argparse.Namespace) -> int:
     core = RetrievalCore(settings, backend=backend)
     started = time.perf_counter()
     try:
-        core.store.migrate()
+        _guard(core.open_store)
         core.embedder.warm_up()
         core.cache = EmbeddingCache(settings.resolved_cache_path())
         before = _guard(backend.live_generation)

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "apps.cli.trace",
     "apps.cli.replay",
     "apps.cli.index",
+    "apps.cli.keys",
 )
 
 

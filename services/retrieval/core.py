@@ -25,8 +25,21 @@ from citetrace.kit.errors import (
     PermissionDenied,
     Unavailable,
 )
-from citetrace.kit.metrics import RETRIEVAL_EMPTY, record_digest_failure, scope_violation_blocked
+from citetrace.kit.metrics import (
+    RETRIEVAL_EMPTY,
+    record_digest_failure,
+    record_signature_failure,
+    scope_violation_blocked,
+)
 from citetrace.kit.telemetry import set_attributes, stage
+from citetrace.signing import (
+    KeyFileError,
+    Keyring,
+    generate_key_files,
+    load_public,
+    load_signer,
+    public_file_of,
+)
 
 from services.retrieval.chunker import MarkdownChunker, normalize_text
 from services.retrieval.index import (
@@ -48,11 +61,13 @@ from services.retrieval.store.records import (
     DocumentRecord,
     IngestOutcome,
     PassageRecord,
+    VersionBundle,
     VersionRecord,
     passage_id_of,
     sha256_hex,
     version_id_of,
 )
+from services.retrieval.store.sealing import IntegrityFailure, VersionSealer
 from services.retrieval.store.store import Store, VersionConflict, decode_page_token, encode_page_token
 
 log = logging.getLogger("citetrace.retrieval")
@@ -144,6 +159,75 @@ class ReadPassage:
     version: VersionRecord
 
 
+@dataclasses.dataclass(frozen=True)
+class RefusedVersion:
+    """A stored version that failed verification (left out of the index, never served)."""
+
+    tenant_id: str
+    document_id: str
+    version_id: str
+    reason: str
+    message: str
+
+
+@dataclasses.dataclass
+class IntegrityReport:
+    """What a walk over the store found: the index rebuild at warm-up and `citetrace index verify`."""
+
+    versions_checked: int = 0
+    passages_checked: int = 0
+    refused: list[RefusedVersion] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+
+def build_sealer(settings: Settings, store: Store, *, sign: bool = True) -> VersionSealer:
+    """The signing key (created for development when missing and nothing is signed yet) and the
+    keyring of verify keys. With sign=False (verification only, e.g. `citetrace index verify` on a
+    machine that holds only public keys) the key's `.pub` file or the verify keys suffice.
+    Raises KeyFileError saying what to do when the keys cannot be used."""
+    path = settings.resolved_signing_key()
+    local = settings.signing_provider == "file"
+    if not sign and local and not path.exists():
+        public = public_file_of(path)
+        extra = [load_public(public)] if public.exists() else []
+        keyring = Keyring.from_files(settings.verify_key_files, extra=extra)
+        if not keyring.key_ids:
+            raise KeyFileError(f"no verify key: neither {path}, {public} nor CITETRACE_RETRIEVAL_VERIFY_KEY_FILES")
+        return VersionSealer(None, keyring)
+    if local and not path.exists():
+        if not settings.signing_key_create:
+            raise KeyFileError(f"retrieval signing key {path} does not exist; generate one with "
+                               f"`citetrace keys generate {path}` or set CITETRACE_RETRIEVAL_SIGNING_KEY_FILE")
+        signed = store.signed_key_ids()
+        if signed:
+            raise KeyFileError(f"retrieval signing key {path} is missing but the store holds versions signed by "
+                               f"{', '.join(sorted(signed))}: restore that key file (creating a new key would "
+                               "refuse every stored version)")
+        key_id = generate_key_files(path)
+        log.warning("retrieval: created a development signing key %s (%s)", path, key_id)
+    signer = load_signer(settings.signing_provider, str(path))
+    keyring = Keyring.from_files(settings.verify_key_files, extra=[signer.public_key()])
+    return VersionSealer(signer, keyring)
+
+
+def verify_store(store: Store) -> IntegrityReport:
+    """Every version and passage of the store verified, nothing changed (`citetrace index verify`)."""
+    report = IntegrityReport()
+    for bundle in store.iter_bundles():
+        report.versions_checked += 1
+        report.passages_checked += len(bundle.passages)
+        try:
+            store.sealer.verify_bundle(bundle.version, bundle.text, bundle.passages)
+        except IntegrityFailure as failure:
+            v = bundle.version
+            report.refused.append(RefusedVersion(v.tenant_id, v.document_id, v.version_id, failure.reason,
+                                                 failure.message))
+    return report
+
+
 @dataclasses.dataclass
 class _Prepared:
     """A validated, chunked document version, ready to embed and store."""
@@ -215,6 +299,8 @@ class RetrievalCore:
         self._write_lock = threading.RLock()
         self._process_local_index = isinstance(self.backend, EmbeddedIndex)
         self._ready = False
+        # What the last rebuild refused (reported at warm-up; `citetrace index verify` walks again).
+        self.integrity = IntegrityReport()
         # Called after a commit that may have queued version events (the servicer wires it to the
         # background relay of services/retrieval/version_events.py).
         self.on_version_events: Callable[[], None] | None = None
@@ -223,12 +309,18 @@ class RetrievalCore:
 
     def warm_up(self) -> None:
         """Migrations, model check, and the index rebuilt from the store of record."""
-        self.store.migrate()
+        self.open_store()
         self.embedder.warm_up()
         self.cache = EmbeddingCache(self.settings.resolved_cache_path())
         _relax_cache_durability(self.cache)
         self.rebuild_index()
         self._ready = True
+
+    def open_store(self) -> None:
+        """Migrations, then the signing key and verify keys (before anything is read or written)."""
+        self.store.migrate()
+        if self.store.sealer is None:
+            self.store.sealer = build_sealer(self.settings, self.store)
 
     def close(self) -> None:
         if self.cache is not None:
@@ -236,22 +328,76 @@ class RetrievalCore:
         self.store.close()
 
     def rebuild_index(self, new_generation: bool = False) -> int:
+        """The derived index from the store of record. Every version is verified first (signature,
+        text digest, passage rows): one that fails is left out, counted and reported, never indexed."""
         # A backend with index generations (OpenSearch) writes the rebuild into a new generation and
         # makes it live at the end (on start-up only if configured so; always with new_generation).
         scope = getattr(self.backend, "rebuild_scope", None)
+        report = IntegrityReport()
         with self._write_lock, (scope(force=new_generation) if scope else contextlib.nullcontext()):
             count = 0
             batch: list[tuple[VersionRecord, str, list[PassageRecord]]] = []
-            for version, text, passages in self.store.iter_indexable():
-                batch.append((version, text, passages))
-                count += len(passages)
+            for bundle in self.store.iter_bundles():
+                if not self._verify_for_index(bundle, report):
+                    continue
+                active = bundle.active_passages
+                batch.append((bundle.version, bundle.text, active))
+                count += len(active)
                 if sum(len(b[2]) for b in batch) >= _REBUILD_BATCH:
                     self._index_versions(batch)
                     batch = []
             self._index_versions(batch)
-            log.info("retrieval: index rebuilt from the store: %d passages, generation %s", count,
-                     self.backend.generation())
+            self.integrity = report
+            log.info("retrieval: index rebuilt from the store: %d passages of %d verified versions, generation %s",
+                     count, report.versions_checked - len(report.refused), self.backend.generation())
+            if report.refused:
+                log.error("retrieval: %d stored versions failed verification and were left out of the index "
+                          "(run `citetrace index verify` for the full list): %s", len(report.refused),
+                          "; ".join(f"{r.tenant_id}/{r.version_id[:12]} {r.reason}" for r in report.refused[:10]))
             return count
+
+    def _verify_for_index(self, bundle: VersionBundle, report: IntegrityReport) -> bool:
+        report.versions_checked += 1
+        report.passages_checked += len(bundle.passages)
+        try:
+            self.store.sealer.verify_bundle(bundle.version, bundle.text, bundle.passages)
+            return True
+        except IntegrityFailure as failure:
+            self._count(failure)
+            v = bundle.version
+            report.refused.append(RefusedVersion(v.tenant_id, v.document_id, v.version_id, failure.reason,
+                                                 failure.message))
+            # The version may be in a kept index generation (OpenSearch): it must not be found there.
+            self.backend.remove_version(v.tenant_id, v.version_id)
+            self._versions.pop((v.tenant_id, v.version_id), None)
+            return False
+
+    @staticmethod
+    def _count(failure: IntegrityFailure) -> None:
+        if failure.kind == "version_signature":
+            record_signature_failure(SERVICE, "version")
+        else:
+            record_digest_failure(SERVICE, failure.kind)
+        log.error("retrieval: %s: %s", failure.reason, failure.message)
+
+    def _refuse(self, failure: IntegrityFailure) -> DataLoss:
+        """A read that would serve what the service did not sign: counted, logged, DATA_LOSS."""
+        self._count(failure)
+        metadata = {"version_id": failure.version_id}
+        if failure.passage_id:
+            metadata["passage_id"] = failure.passage_id
+        return DataLoss(failure.reason, f"{failure.message}; refusing to serve it", **metadata)
+
+    def _verified_bundles(self, tenant_id: str, version_ids, focus=()) -> dict[str, VersionBundle]:
+        """The versions read from the store and verified; raises DataLoss on the first failure."""
+        bundles = self.store.version_bundles(tenant_id, version_ids)
+        focus = tuple(focus)
+        for bundle in bundles.values():
+            try:
+                self.store.sealer.verify_bundle(bundle.version, bundle.text, bundle.passages, focus)
+            except IntegrityFailure as failure:
+                raise self._refuse(failure) from None
+        return bundles
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         batch = self.settings.embedding_batch_size
@@ -302,12 +448,17 @@ class RetrievalCore:
             self.backend.remove_version(version.tenant_id, version.version_id)
             return
         # From the store, not from memory: with a shared backend another replica may have written it.
-        passages = self.store.active_passages(*key)
-        if not passages:
+        # Verified like every read: a version that fails is dropped from the index, not refreshed.
+        try:
+            bundle = self._verified_bundles(version.tenant_id, [version.version_id]).get(version.version_id)
+        except DataLoss:
+            self.backend.remove_version(*key)
+            self._versions.pop(key, None)
             return
-        text = self.store.get_version_text(*key) or ""
+        if bundle is None or not bundle.active_passages:
+            return
         self.backend.remove_version(*key)
-        self._index_version(version, text, passages)
+        self._index_version(bundle.version, bundle.text, bundle.active_passages)
 
     # --- ingestion ----------------------------------------------------------------------------
 
@@ -353,6 +504,9 @@ class RetrievalCore:
                                                     compare_valid_from=item.explicit_valid_from)
                     except VersionConflict as err:
                         results.append(FailedPrecondition(err.reason, err.message))
+                        continue
+                    except IntegrityFailure as failure:  # the stored version was changed outside the service
+                        results.append(self._refuse(failure))
                         continue
                     results.append(outcome)
                     if outcome.created or outcome.reextracted:
@@ -456,7 +610,10 @@ class RetrievalCore:
                                          "(only draft -> approved -> retired)")
 
         with self._write_lock:
-            result = self.store.set_status(principal.tenant_id, version_id, status, utcnow(), check)
+            try:
+                result = self.store.set_status(principal.tenant_id, version_id, status, utcnow(), check)
+            except IntegrityFailure as failure:
+                raise self._refuse(failure) from None
             if result is None:
                 raise NotFound("VERSION_NOT_FOUND", f"no version {version_id} in the caller's tenant")
             before, after, superseded = result
@@ -533,7 +690,7 @@ class RetrievalCore:
                     set_attributes(sub, candidates=len(dense))
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
                 fused = fuse(lexical, dense, fusion, limit=cmd.k)
-            hits = self._resolve(principal.tenant_id, fused)
+            hits = self._resolve(principal.tenant_id, fused, scope)
             set_attributes(span, hits=len(hits), empty=not hits)
         if not hits:
             RETRIEVAL_EMPTY.inc()
@@ -560,22 +717,23 @@ class RetrievalCore:
         self._tenants.add(tenant_id)
         return True
 
-    def _resolve(self, tenant_id: str, fused) -> list[SearchHitResult]:
+    def _resolve(self, tenant_id: str, fused, scope: ScopeFilter) -> list[SearchHitResult]:
         """Hits -> passages with exact text and version metadata. The embedded index lives in this
-        process, so the in-memory view (same writes, same lock) is exact; a shared backend can return
-        what another replica wrote or changed, so its hits are read from the store of record."""
+        process and its view holds only versions verified when they were indexed (same writes, same
+        lock); a shared backend can return what another replica wrote or changed, so its hits are
+        read from the store of record and verified, and a hit whose version fails verification or
+        whose verified metadata the scope does not admit is never returned."""
         if self._process_local_index:
             view = {h.passage_id: (self._passages.get(h.passage_id), None) for h in fused}
         else:
-            stored = self.store.get_passages(tenant_id, [h.passage_id for h in fused])
-            view = {pid: ((p, text), version) for pid, (p, text, version) in stored.items()}
+            view = self._verified_hits(tenant_id, [h.passage_id for h in fused], scope)
         out = []
         for hit in fused:
             entry, version = view.get(hit.passage_id, (None, None))
             if entry is not None and version is None:
                 version = self._versions.get((tenant_id, entry[0].version_id))
             if entry is None or version is None or entry[0].tenant_id != tenant_id:
-                log.error("retrieval: index returned passage %s unknown to the store view", hit.passage_id)
+                log.error("retrieval: index returned passage %s unknown to the verified store view", hit.passage_id)
                 continue
             passage, text = entry
             out.append(SearchHitResult(
@@ -584,6 +742,37 @@ class RetrievalCore:
                 vector_score=hit.vector_score or 0.0, vector_rank=hit.vector_rank or 0,
                 fused_score=hit.fused_score, fused_rank=len(out) + 1))
         return out
+
+    def _verified_hits(self, tenant_id: str, passage_ids: list[str], scope: ScopeFilter) -> dict:
+        """passage_id -> ((passage, text), version) for the hits whose version verifies and whose
+        verified metadata the scope admits; failures are counted and left out."""
+        located = self.store.passage_versions(tenant_id, passage_ids)
+        bundles = self.store.version_bundles(tenant_id, set(located.values()))
+        good: dict[str, VersionBundle] = {}
+        for vid, bundle in bundles.items():
+            try:
+                self.store.sealer.verify_bundle(bundle.version, bundle.text, bundle.passages)
+                good[vid] = bundle
+            except IntegrityFailure as failure:
+                self._count(failure)
+        view = {}
+        for pid, vid in located.items():
+            bundle = good.get(vid)
+            passage = next((p for p in bundle.passages if p.passage_id == pid), None) if bundle else None
+            if passage is None or not passage.active or not self._admits(scope, bundle.version, passage):
+                continue
+            view[pid] = ((passage, bundle.text[passage.start:passage.end]), bundle.version)
+        return view
+
+    @staticmethod
+    def _admits(scope: ScopeFilter, version: VersionRecord, passage: PassageRecord) -> bool:
+        if version.never_effective:
+            return False
+        return scope.admits(IndexedPassage(
+            passage_id=passage.passage_id, tenant_id=version.tenant_id, document_id=version.document_id,
+            version_id=version.version_id, source_class=version.source_class, text="", roles=version.roles,
+            location_scope=version.location_scope, intents=version.intents, locale=version.locale,
+            status=version.status, valid_from=version.valid_from, valid_to=version.valid_to))
 
     @staticmethod
     def _effective_locations(principal: Principal, requested: tuple[str, ...]) -> tuple[str, ...]:
@@ -603,57 +792,58 @@ class RetrievalCore:
 
     def get_passages(self, principal: Principal, passage_ids: list[str], spans: list[SpanRequest]
                      ) -> tuple[list[ReadPassage], list[VersionRecord]]:
+        """The exact stored text of passages (by ID) and spans. Every version served from is read
+        from the store and verified (signature, text against its version ID, passage rows); a
+        failure is DATA_LOSS with the exact reason and nothing is served."""
         if not passage_ids and not spans:
             raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids or spans")
         if len(passage_ids) + len(spans) > self.settings.max_passages_per_request:
             raise InvalidArgument("TOO_MANY_PASSAGES",
                                   f"at most {self.settings.max_passages_per_request} passages per request")
+        for span in spans:
+            if not span.version_id:
+                raise InvalidArgument("MISSING_VERSION_ID", "every span needs a version_id")
+        tenant = principal.tenant_id
+        located = self.store.passage_versions(tenant, passage_ids) if passage_ids else {}
+        bundles = self._verified_bundles(tenant, [*located.values(), *(s.version_id for s in spans)],
+                                         focus=passage_ids)
         out: list[ReadPassage] = []
-        found = self.store.get_passages(principal.tenant_id, passage_ids)
         for pid in passage_ids:
-            entry = found.get(pid)
-            if entry is None or not self._can_read(principal, entry[2]):
+            bundle = bundles.get(located.get(pid, ""))
+            passage = next((p for p in bundle.passages if p.passage_id == pid), None) if bundle else None
+            if passage is None or not self._can_read(principal, bundle.version):
                 # Outside the caller's scope (another tenant, audience, draft) answers exactly like a
                 # passage that does not exist; only the metric tells them apart (miss path only).
-                if entry is not None or self.store.passage_exists(pid):
+                if passage is not None or self.store.passage_exists(pid):
                     scope_violation_blocked(SERVICE)
                 raise NotFound("PASSAGE_NOT_FOUND", f"no passage {pid} visible to the caller", passage_id=pid)
-            self._check_passage_digest(*entry)
-            out.append(ReadPassage(*entry))
+            out.append(ReadPassage(passage, bundle.text[passage.start:passage.end], bundle.version))
         for span in spans:
-            out.append(self._read_span(principal, span))
+            out.append(self._read_span(principal, span, bundles.get(span.version_id)))
         versions: dict[str, VersionRecord] = {}
         for item in out:
             versions.setdefault(item.version.version_id, item.version)
         return out, list(versions.values())
 
-    def _read_span(self, principal: Principal, span: SpanRequest) -> ReadPassage:
-        if not span.version_id:
-            raise InvalidArgument("MISSING_VERSION_ID", "every span needs a version_id")
-        version = self.store.get_version(principal.tenant_id, span.version_id)
-        if version is None or not self._can_read(principal, version):
-            if version is not None or self.store.version_exists(span.version_id):
+    def _read_span(self, principal: Principal, span: SpanRequest, bundle: VersionBundle | None) -> ReadPassage:
+        if bundle is None or not self._can_read(principal, bundle.version):
+            if bundle is not None or self.store.version_exists(span.version_id):
                 scope_violation_blocked(SERVICE)
             raise NotFound("VERSION_NOT_FOUND", f"no version {span.version_id!r} visible to the caller",
                            version_id=span.version_id)
+        version, text = bundle.version, bundle.text
         if not 0 <= span.start < span.end <= version.text_length:
             raise InvalidArgument("SPAN_OUT_OF_RANGE",
                                   f"span [{span.start}, {span.end}) is not inside the version text "
                                   f"[0, {version.text_length})")
-        text = self.store.get_version_text(principal.tenant_id, span.version_id) or ""
-        if version_id_of(text) != version.version_id:  # the version ID is the digest of its text
-            raise self._digest_failure("VERSION_DIGEST_MISMATCH",
-                                       f"the stored text of version {version.version_id} no longer matches its "
-                                       "digest; refusing to serve it", version_id=version.version_id)
         pid = passage_id_of(version.tenant_id, version.document_id, version.version_id, span.start, span.end)
-        stored = self.store.get_passages(principal.tenant_id, [pid]).get(pid)
+        stored = next((p for p in bundle.passages if p.passage_id == pid), None)
         if stored is not None:
-            self._check_passage_digest(*stored)
-            return ReadPassage(*stored)
+            return ReadPassage(stored, text[stored.start:stored.end], version)
         # A span that is not a stored passage: identity computed the same way; the heading context
-        # of the stored passage that contains its start.
+        # of the active passage that contains its start.
         anchor, context = "", ""
-        for p in self.store.active_passages(version.tenant_id, version.version_id):
+        for p in bundle.active_passages:
             if p.start <= span.start < p.end:
                 anchor, context = p.source_anchor, p.heading_context
                 break
@@ -663,21 +853,6 @@ class RetrievalCore:
                                 content_sha256=sha256_hex(body), source_anchor=anchor, heading_context=context,
                                 extraction_version=version.extraction_version, active=False)
         return ReadPassage(passage, body, version)
-
-    def _check_passage_digest(self, passage: PassageRecord, text: str, version: VersionRecord) -> None:
-        """The span read back from the store must hash to the passage's content_sha256 (~1 us per
-        passage); otherwise the store was changed behind the service: DATA_LOSS, never wrong text."""
-        if sha256_hex(text) != passage.content_sha256:
-            raise self._digest_failure("PASSAGE_DIGEST_MISMATCH",
-                                       f"the stored text of passage {passage.passage_id} no longer matches its "
-                                       "content_sha256; refusing to serve it",
-                                       passage_id=passage.passage_id, version_id=version.version_id)
-
-    @staticmethod
-    def _digest_failure(reason: str, message: str, **metadata: str) -> DataLoss:
-        record_digest_failure(SERVICE, "version_text")
-        log.error("retrieval: %s: %s", reason, message)
-        return DataLoss(reason, message, **metadata)
 
     @staticmethod
     def _can_read(principal: Principal, version: VersionRecord) -> bool:
@@ -714,6 +889,7 @@ class RetrievalCore:
                                              limit=size * 2, after=after)
             for version in batch:
                 if self._can_read(principal, version):
+                    self._verify_listed(version)
                     if len(out) == size:
                         more = True
                         break
@@ -723,6 +899,14 @@ class RetrievalCore:
             after = (batch[-1].ingested_at, batch[-1].version_id)
         token = encode_page_token(out[-1].ingested_at, out[-1].version_id) if more and out else ""
         return out, token
+
+    def _verify_listed(self, version: VersionRecord) -> None:
+        """Listed metadata is signed metadata: a version whose statement fails is DATA_LOSS (its
+        text is checked wherever it is served)."""
+        try:
+            self.store.sealer.verify_statement(version)
+        except IntegrityFailure as failure:
+            raise self._refuse(failure) from None
 
     # --- helpers ------------------------------------------------------------------------------
 

@@ -76,6 +76,17 @@ class Settings(ServerSettings):
     version_event_poll_seconds: float = 2.0
     version_event_backoff_seconds: float = 0.5
     version_event_max_backoff_seconds: float = 30.0
+    # Signed versions (issue 16, services/retrieval/store/sealing.py). Every version state is signed
+    # with an Ed25519 key that lives outside the database: a key file (provider "file", PEM PKCS#8;
+    # default data_dir/keys/retrieval-signing.pem) or a KMS provider registered in citetrace.signing.
+    signing_provider: str = "file"
+    signing_key_file: Path | None = None
+    # Create the key file when it is missing and the store holds no signed version yet
+    # (development; deployments set false and mount the key).
+    signing_key_create: bool = True
+    # Further PEM public keys that verify (key rotation: the old keys' public halves); the signing
+    # key's own public key always verifies.
+    verify_key_files: tuple[str, ...] = ()
     # Request limits.
     max_k: int = 50
     max_query_chars: int = 2000
@@ -105,6 +116,8 @@ class Settings(ServerSettings):
         require(self.version_event_poll_seconds > 0, "version_event_poll_seconds must be > 0")
         require(0 < self.version_event_backoff_seconds <= self.version_event_max_backoff_seconds,
                 "need 0 < version_event_backoff_seconds <= version_event_max_backoff_seconds")
+        require(self.signing_provider == "file" or self.signing_key_file is not None,
+                "signing_key_file (the key reference) is required for a signing provider other than file")
         require(1 <= self.max_k <= 1000, "max_k must be in 1..1000")
         require(self.candidate_k >= self.max_k, "candidate_k must be >= max_k")
         require(self.max_query_chars >= 1, "max_query_chars must be >= 1")
@@ -136,6 +149,9 @@ class Settings(ServerSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'retrieval.sqlite').resolve()}"
+
+    def resolved_signing_key(self) -> Path:
+        return self.signing_key_file or (self.data_dir / "keys" / "retrieval-signing.pem")
 
     def resolved_cache_path(self) -> Path:
         return self.embedding_cache_path or (self.data_dir / "embeddings.sqlite")

@@ -12,7 +12,13 @@ Who increments what (every metric is documented in the README's SRE section):
 - retrieval: citetrace_retrieval_empty_total per Search with no eligible passage,
   citetrace_digest_failures_total{service,kind} when a stored text no longer matches its digest.
 - scheduler_gateway: citetrace_slot_read_age_seconds per slot read (now - as_of).
-- trace: citetrace_digest_failures_total{service="trace",kind="trace_chain"} when a chain check fails.
+- trace: citetrace_digest_failures_total{service="trace",kind="trace_chain"} when a chain check fails;
+  citetrace_signature_failures_total{kind=trace_link|checkpoint}, citetrace_chain_checkpoint_mismatches_total,
+  citetrace_chain_checkpoint_age_seconds, citetrace_review_backlog.
+- retrieval also: citetrace_signature_failures_total{kind="version"} for a version statement that
+  does not verify; digest kinds version_text, passage_span, passage_identity.
+- orchestrator also: citetrace_trace_outbox_write_failures_total (the answer was withheld),
+  citetrace_trace_outbox_dead_letters.
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ LATENCY_BUCKETS = (
 FRESHNESS_BUCKETS = (0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0, 1800.0, 3600.0, 21600.0, 86400.0)
 
 # The values a label may take where the set is closed (docs, dashboards and tests read these).
-DIGEST_FAILURE_KINDS = ("passage_span", "version_text", "trace_chain")
+DIGEST_FAILURE_KINDS = ("passage_span", "version_text", "passage_identity", "trace_chain")
+# What a failed Ed25519 signature was on: a retrieval version statement, a trace chain link, a
+# chain-head checkpoint (issue 16).
+SIGNATURE_FAILURE_KINDS = ("version", "trace_link", "checkpoint")
 # DESIGN.md §5 and §3: the named validation reasons and the part outcomes, as the contract's enums
 # name them (without the enum prefix), so the label values follow the proto.
 CITATION_FAILURE_REASONS = tuple(
@@ -101,6 +110,40 @@ TRACE_OUTBOX_PENDING = Gauge(
     "Trace records waiting in the durable local outbox for the trace service.",
     ["service"],
 )
+SIGNATURE_FAILURES = Counter(
+    "citetrace_signature_failures_total",
+    "Signed statements (version statements, trace chain links, checkpoints) whose signature is missing, "
+    "unknown or wrong.",
+    ["service", "kind"],
+)
+CHECKPOINT_MISMATCHES = Counter(
+    "citetrace_chain_checkpoint_mismatches_total",
+    "Chain verifications or checkpoint attempts that found the trace chain disagreeing with its latest "
+    "signed checkpoint or with its link signatures.",
+    ["service"],
+)
+CHECKPOINT_AGE = Gauge(
+    "citetrace_chain_checkpoint_age_seconds",
+    "Seconds since the newest signed checkpoint of any tenant was written (the tail a truncation could "
+    "remove unnoticed).",
+    ["service"],
+)
+TRACE_OUTBOX_WRITE_FAILURES = Counter(
+    "citetrace_trace_outbox_write_failures_total",
+    "Trace records that could not be written to the durable outbox; the answer was not sent (fail closed).",
+    ["service"],
+)
+TRACE_OUTBOX_DEAD_LETTERS = Gauge(
+    "citetrace_trace_outbox_dead_letters",
+    "Trace records the trace service rejected for good, kept in the outbox as dead letters.",
+    ["service"],
+)
+REVIEW_BACKLOG = Gauge(
+    "citetrace_review_backlog",
+    "Answers that need re-review (a cited version was superseded or retired) for longer than the "
+    "review-backlog setting.",
+    ["service"],
+)
 BUILD_INFO = Gauge(
     "citetrace_build_info", "Always 1 while the service runs; labels name the build.", ["service", "version"]
 )
@@ -127,14 +170,22 @@ def init_service_metrics(service: str) -> None:
         for outcome in ANSWER_OUTCOMES:
             ANSWERS.labels(outcome=outcome)
         TRACE_OUTBOX_PENDING.labels(service=service).set(0)
+        TRACE_OUTBOX_DEAD_LETTERS.labels(service=service).set(0)
+        TRACE_OUTBOX_WRITE_FAILURES.labels(service=service)
     elif service == "citation_validator":
         for reason in CITATION_FAILURE_REASONS:
             CITATION_FAILURES.labels(reason=reason)
         DIGEST_FAILURES.labels(service=service, kind="passage_span")
     elif service == "retrieval":
-        DIGEST_FAILURES.labels(service=service, kind="version_text")
+        for kind in ("version_text", "passage_span", "passage_identity"):
+            DIGEST_FAILURES.labels(service=service, kind=kind)
+        SIGNATURE_FAILURES.labels(service=service, kind="version")
     elif service == "trace":
         DIGEST_FAILURES.labels(service=service, kind="trace_chain")
+        for kind in ("trace_link", "checkpoint"):
+            SIGNATURE_FAILURES.labels(service=service, kind=kind)
+        CHECKPOINT_MISMATCHES.labels(service=service)
+        REVIEW_BACKLOG.labels(service=service).set(0)
 
 
 def scope_violation_blocked(service: str) -> None:
@@ -155,6 +206,12 @@ def record_digest_failure(service: str, kind: str) -> None:
     if kind not in DIGEST_FAILURE_KINDS:
         raise ValueError(f"digest failure kind {kind!r} not in {DIGEST_FAILURE_KINDS}")
     DIGEST_FAILURES.labels(service=service, kind=kind).inc()
+
+
+def record_signature_failure(service: str, kind: str) -> None:
+    if kind not in SIGNATURE_FAILURE_KINDS:
+        raise ValueError(f"signature failure kind {kind!r} not in {SIGNATURE_FAILURE_KINDS}")
+    SIGNATURE_FAILURES.labels(service=service, kind=kind).inc()
 
 
 def record_slot_read_age(age_seconds: float, service: str = "scheduler_gateway") -> None:

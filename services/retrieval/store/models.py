@@ -85,6 +85,14 @@ class VersionRow(Base):
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime())
     status_changed_at: Mapped[datetime] = mapped_column(UTCDateTime())
     superseded_by_version_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The signed statement of this state (services/retrieval/store/sealing.py; migration 0003).
+    # NULL only on rows stored before signing existed (refused until adopted).
+    seal_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    seal_transition: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    sealed_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    passages_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    signing_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    signature: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class PassageRow(Base):

@@ -8,6 +8,8 @@ from datetime import datetime
 
 from citetrace.identity import passage_id_of, sha256_hex, version_id_of  # noqa: F401 - re-exported
 
+from .sealing import Seal
+
 DRAFT, APPROVED, RETIRED = "draft", "approved", "retired"
 STATUSES = (DRAFT, APPROVED, RETIRED)
 # The only legal moves of SetVersionStatus (setting the current status again is a no-op).
@@ -42,6 +44,8 @@ class VersionRecord:
     ingested_at: datetime
     text_length: int
     superseded_by_version_id: str | None = None
+    # The signed statement of this state (store/sealing.py); None on rows stored before signing.
+    seal: Seal | None = None
 
     @property
     def never_effective(self) -> bool:
@@ -72,6 +76,20 @@ class StoredPassage:
     passage: PassageRecord
     text: str
     version: VersionRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionBundle:
+    """A version as stored: its record, its full text and ALL its passage rows (active or not):
+    everything verify_bundle needs."""
+
+    version: VersionRecord
+    text: str
+    passages: list[PassageRecord]
+
+    @property
+    def active_passages(self) -> list[PassageRecord]:
+        return sorted((p for p in self.passages if p.active), key=lambda p: p.ordinal)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -28,13 +29,26 @@ from .records import (
     DocumentRecord,
     IngestOutcome,
     PassageRecord,
+    VersionBundle,
     VersionEvent,
     VersionRecord,
     successor_of,
     supersession_end,
 )
+from .sealing import (
+    ADOPTED,
+    INGESTED,
+    REEXTRACTED,
+    RESIGNED,
+    SUPERSEDED,
+    IntegrityFailure,
+    Seal,
+    VersionSealer,
+    check_content,
+)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+log = logging.getLogger("citetrace.retrieval")
 
 
 class VersionConflict(Exception):
@@ -84,7 +98,22 @@ def _version_record(row: VersionRow, source_class: str) -> VersionRecord:
         ingested_at=row.ingested_at,
         text_length=row.text_length,
         superseded_by_version_id=row.superseded_by_version_id,
+        seal=_seal_of(row),
     )
+
+
+def _seal_of(row) -> Seal | None:
+    """The signature columns of a version row (ORM or Core), None when unsigned."""
+    if row.signature is None:
+        return None
+    return Seal(revision=int(row.seal_revision or 0), transition=row.seal_transition or "",
+                sealed_at=row.sealed_at, passages_sha256=row.passages_sha256 or "",
+                key_id=row.signing_key_id or "", signature=row.signature)
+
+
+def _apply_seal(row: VersionRow, seal: Seal) -> None:
+    row.seal_revision, row.seal_transition, row.sealed_at = seal.revision, seal.transition, seal.sealed_at
+    row.passages_sha256, row.signing_key_id, row.signature = seal.passages_sha256, seal.key_id, seal.signature
 
 
 def _passage_record(row: PassageRow) -> PassageRecord:
@@ -116,34 +145,19 @@ def decode_page_token(token: str) -> tuple[datetime, str]:
     return datetime.fromisoformat(data["t"]), str(data["v"])
 
 
-def _passages_with_versions_query():
-    """Built once (constructing a Select costs more than running it): passage by primary key ->
-    its version -> its document, the passage's span cut out of the version text by the database
-    (substr counts characters, like a Python slice)."""
-    p, v, d = PassageRow.__table__.c, VersionRow.__table__.c, DocumentRow.__table__.c
-    columns = [p.passage_id, p.tenant_id, p.document_id, p.version_id, p.ordinal, p.start_offset,
-               p.end_offset, p.content_sha256, p.source_anchor, p.heading_context, p.extraction_version,
-               p.active, v.title, v.source_uri, v.status, v.valid_from, v.valid_to, v.roles, v.location_scope,
-               v.intents, v.locale, v.extraction_version.label("version_extraction_version"), v.ingested_at,
-               v.text_length, v.superseded_by_version_id, d.source_class,
-               func.substr(v.text, p.start_offset + 1, p.end_offset - p.start_offset).label("span_text")]
-    joined = PassageRow.__table__.join(
-        VersionRow.__table__, (v.tenant_id == p.tenant_id) & (v.version_id == p.version_id)).join(
-        DocumentRow.__table__, (d.tenant_id == v.tenant_id) & (d.document_id == v.document_id))
-    return select(*columns).select_from(joined).where(
-        p.tenant_id == bindparam("tenant_id"), p.passage_id.in_(bindparam("ids", expanding=True)))
-
-
-_PASSAGES_WITH_VERSIONS = _passages_with_versions_query()
+_PASSAGE_VERSIONS = select(PassageRow.passage_id, PassageRow.version_id).where(
+    PassageRow.tenant_id == bindparam("tenant_id"), PassageRow.passage_id.in_(bindparam("ids", expanding=True)))
 
 
 class Store:
-    def __init__(self, url: str, sqlite_synchronous: str = "FULL") -> None:
+    def __init__(self, url: str, sqlite_synchronous: str = "FULL", sealer: VersionSealer | None = None) -> None:
         if sqlite_synchronous not in ("FULL", "NORMAL"):
             raise ValueError("sqlite_synchronous must be FULL or NORMAL")
         self.url = url
         self.engine = make_engine(url, sqlite_synchronous)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # Signs every state a write produces and verifies a row before a write re-signs it.
+        self.sealer = sealer
 
     def migrate(self) -> None:
         """Brings the schema to the newest migration (idempotent)."""
@@ -176,14 +190,6 @@ class Store:
             out.update({(t, d): c for t, d, c in rows})
         return out
 
-    def get_version(self, tenant_id: str, version_id: str) -> VersionRecord | None:
-        with self._session() as s:
-            row = s.get(VersionRow, (tenant_id, version_id))
-            if row is None:
-                return None
-            doc = s.get(DocumentRow, (tenant_id, row.document_id))
-            return _version_record(row, doc.source_class)
-
     def passage_exists(self, passage_id: str) -> bool:
         """Whether a passage with this ID exists in ANY tenant (primary-key lookup). Only for
         counting blocked scope violations; never tells a caller anything."""
@@ -197,47 +203,20 @@ class Store:
             return conn.execute(select(VersionRow.version_id).where(VersionRow.version_id == version_id)
                                 .limit(1)).first() is not None
 
-    def get_version_text(self, tenant_id: str, version_id: str) -> str | None:
-        with self._session() as s:
-            return s.scalar(select(VersionRow.text).where(VersionRow.tenant_id == tenant_id,
-                                                          VersionRow.version_id == version_id))
-
-    def get_passages(self, tenant_id: str, passage_ids: list[str]) -> dict[str, tuple[PassageRecord, str,
-                                                                                   VersionRecord]]:
-        """passage_id -> (passage, exact text, version), only for the tenant's passages.
-
-        One prepared, indexed join per 400 IDs read through Core rows (_passages_with_versions_query):
-        the reload behind every Validate is cheap."""
-        out: dict[str, tuple[PassageRecord, str, VersionRecord]] = {}
+    def passage_versions(self, tenant_id: str, passage_ids: list[str]) -> dict[str, str]:
+        """passage_id -> version_id for the tenant's passages among `passage_ids` (primary key)."""
+        out: dict[str, str] = {}
         unique = list(dict.fromkeys(passage_ids))
         with self.engine.connect() as conn:
             for i in range(0, len(unique), 400):
-                rows = conn.execute(_PASSAGES_WITH_VERSIONS, {"tenant_id": tenant_id, "ids": unique[i:i + 400]})
-                for r in rows:
-                    passage = PassageRecord(
-                        passage_id=r.passage_id, tenant_id=r.tenant_id, document_id=r.document_id,
-                        version_id=r.version_id, ordinal=r.ordinal, start=r.start_offset, end=r.end_offset,
-                        content_sha256=r.content_sha256, source_anchor=r.source_anchor,
-                        heading_context=r.heading_context, extraction_version=r.extraction_version,
-                        active=r.active)
-                    version = VersionRecord(
-                        tenant_id=r.tenant_id, document_id=r.document_id, version_id=r.version_id,
-                        source_class=r.source_class, title=r.title, source_uri=r.source_uri, status=r.status,
-                        valid_from=r.valid_from, valid_to=r.valid_to, roles=tuple(r.roles),
-                        location_scope=tuple(r.location_scope), intents=tuple(r.intents), locale=r.locale,
-                        extraction_version=r.version_extraction_version, ingested_at=r.ingested_at,
-                        text_length=r.text_length, superseded_by_version_id=r.superseded_by_version_id)
-                    out[r.passage_id] = (passage, r.span_text or "", version)
+                out.update(conn.execute(_PASSAGE_VERSIONS, {"tenant_id": tenant_id, "ids": unique[i:i + 400]}).all())
         return out
 
-    def _versions_with_text(self, s: Session, tenant_id: str, version_ids: set[str]) -> dict[str, tuple[
-            VersionRecord, str]]:
-        if not version_ids:
-            return {}
-        vrows = list(s.scalars(select(VersionRow).where(VersionRow.tenant_id == tenant_id,
-                                                        VersionRow.version_id.in_(list(version_ids)))))
-        classes = self._source_classes(s, [(v.tenant_id, v.document_id) for v in vrows])
-        return {v.version_id: (_version_record(v, classes[(v.tenant_id, v.document_id)]), v.text) for v in vrows}
+    def signed_key_ids(self) -> set[str]:
+        """The key IDs that signed stored versions (a missing signing key must not be recreated)."""
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(select(VersionRow.signing_key_id).where(
+                VersionRow.signing_key_id.is_not(None)).distinct())}
 
     def list_versions(self, tenant_id: str, *, document_id: str | None, status: str | None, limit: int,
                       after: tuple[datetime, str] | None) -> list[VersionRecord]:
@@ -255,34 +234,38 @@ class Store:
             classes = self._source_classes(s, [(r.tenant_id, r.document_id) for r in rows])
             return [_version_record(r, classes[(r.tenant_id, r.document_id)]) for r in rows]
 
-    def iter_indexable(self, batch: int = 2000) -> Iterator[tuple[VersionRecord, str, list[PassageRecord]]]:
-        """Every version (all tenants) with its text and its active passages, for rebuilding the
-        derived search index at warm-up."""
+    def iter_bundles(self, batch: int = 2000) -> Iterator[VersionBundle]:
+        """Every version (all tenants) with its text and ALL its passage rows, for rebuilding the
+        derived search index at warm-up and for `citetrace index verify`."""
         with self._session() as s:
             keys = list(s.execute(select(VersionRow.tenant_id, VersionRow.version_id)
                                   .order_by(VersionRow.tenant_id, VersionRow.version_id)))
         for i in range(0, len(keys), batch):
             chunk = [tuple(k) for k in keys[i:i + batch]]
             with self._session() as s:
-                vrows = list(s.scalars(select(VersionRow).where(
-                    tuple_(VersionRow.tenant_id, VersionRow.version_id).in_(chunk))))
-                classes = self._source_classes(s, [(v.tenant_id, v.document_id) for v in vrows])
-                prows = list(s.scalars(select(PassageRow).where(
-                    tuple_(PassageRow.tenant_id, PassageRow.version_id).in_(chunk), PassageRow.active.is_(True))
-                    .order_by(PassageRow.ordinal)))
-                by_version: dict[tuple[str, str], list[PassageRecord]] = {}
-                for p in prows:
-                    by_version.setdefault((p.tenant_id, p.version_id), []).append(_passage_record(p))
-                for v in vrows:
-                    yield (_version_record(v, classes[(v.tenant_id, v.document_id)]), v.text,
-                           by_version.get((v.tenant_id, v.version_id), []))
+                yield from self._bundles(s, chunk)
 
-    def active_passages(self, tenant_id: str, version_id: str) -> list[PassageRecord]:
+    def version_bundles(self, tenant_id: str, version_ids: Iterable[str]) -> dict[str, VersionBundle]:
+        """The tenant's versions among `version_ids` with text and all passage rows (two queries)."""
+        keys = [(tenant_id, v) for v in dict.fromkeys(version_ids)]
+        if not keys:
+            return {}
+        out: dict[str, VersionBundle] = {}
         with self._session() as s:
-            rows = s.scalars(select(PassageRow).where(PassageRow.tenant_id == tenant_id,
-                                                      PassageRow.version_id == version_id,
-                                                      PassageRow.active.is_(True)).order_by(PassageRow.ordinal))
-            return [_passage_record(r) for r in rows]
+            for i in range(0, len(keys), 400):
+                out.update((b.version.version_id, b) for b in self._bundles(s, keys[i:i + 400]))
+        return out
+
+    def _bundles(self, s: Session, keys: list[tuple[str, str]]) -> list[VersionBundle]:
+        vrows = list(s.scalars(select(VersionRow).where(tuple_(VersionRow.tenant_id, VersionRow.version_id).in_(keys))))
+        classes = self._source_classes(s, [(v.tenant_id, v.document_id) for v in vrows])
+        prows = s.scalars(select(PassageRow).where(tuple_(PassageRow.tenant_id, PassageRow.version_id).in_(keys))
+                          .order_by(PassageRow.ordinal))
+        by_version: dict[tuple[str, str], list[PassageRecord]] = {}
+        for p in prows:
+            by_version.setdefault((p.tenant_id, p.version_id), []).append(_passage_record(p))
+        return [VersionBundle(_version_record(v, classes.get((v.tenant_id, v.document_id), "")), v.text,
+                              by_version.get((v.tenant_id, v.version_id), [])) for v in vrows]
 
     # --- writes -------------------------------------------------------------------------------
 
@@ -339,6 +322,7 @@ class Store:
                 heading_context=p.heading_context, extraction_version=p.extraction_version, active=True)
                 for p in passages)
             superseded = self._supersede(s, new_row, doc.source_class)
+            self._seal_row(s, new_row, doc.source_class, INGESTED, now)
             stored = _version_record(new_row, doc.source_class)
         return IngestOutcome(version=stored, passages=passages, created=True, superseded=superseded)
 
@@ -365,6 +349,7 @@ class Store:
 
     def _existing(self, s: Session, existing: VersionRow, doc: DocumentRow, version: VersionRecord,
                   passages: list[PassageRecord]) -> IngestOutcome:
+        self._verify_or_adopt(s, existing, doc.source_class, version.ingested_at)
         reextracted = False
         if existing.extraction_version != version.extraction_version:
             # Re-chunking: a new extraction of the same text. Old passages stay (old traces point to
@@ -388,7 +373,7 @@ class Store:
                         heading_context=p.heading_context, extraction_version=p.extraction_version,
                         active=True))
             existing.extraction_version = version.extraction_version
-            s.flush()
+            self._seal_row(s, existing, doc.source_class, REEXTRACTED, version.ingested_at)
         rows = s.scalars(select(PassageRow).where(
             PassageRow.tenant_id == existing.tenant_id, PassageRow.version_id == existing.version_id,
             PassageRow.active.is_(True)).order_by(PassageRow.ordinal))
@@ -402,9 +387,12 @@ class Store:
         new = _version_record(new_row, source_class)
         if new.status != APPROVED:
             return []
-        rows = list(s.scalars(select(VersionRow).where(
+        candidates = list(s.scalars(select(VersionRow).where(
             VersionRow.tenant_id == new.tenant_id, VersionRow.document_id == new.document_id,
             VersionRow.status == APPROVED, VersionRow.version_id != new.version_id)))
+        # A row that fails verification (changed outside the service) neither closes this version
+        # nor is re-signed with a new window: it stays as it is, refused by every read.
+        rows = [row for row in candidates if self._verified(s, row, source_class)]
         changed = []
         now = new_row.status_changed_at
         for row in rows:
@@ -412,6 +400,7 @@ class Store:
             if end is not None:
                 row.valid_to = end
                 row.superseded_by_version_id = new.version_id
+                self._seal_row(s, row, source_class, SUPERSEDED, now)
                 changed.append(_version_record(row, source_class))
                 self._add_event(s, row.tenant_id, row.version_id, SUPERSEDED_EVENT, new.version_id, now)
         successor = successor_of(new, [_version_record(row, source_class) for row in rows])
@@ -431,18 +420,99 @@ class Store:
             if row is None:
                 return None
             doc = s.get(DocumentRow, (tenant_id, row.document_id))
+            self._verify_row(s, row, doc.source_class)  # never re-sign a state this service did not sign
             before = _version_record(row, doc.source_class)
             check(row.status, status)
             superseded: list[VersionRecord] = []
             if row.status != status:
+                old_status = row.status
                 row.status = status
                 row.status_changed_at = now
                 s.flush()
                 superseded = self._supersede(s, row, doc.source_class)
+                self._seal_row(s, row, doc.source_class, f"{old_status}->{status}", now)
                 if status == RETIRED:
                     self._add_event(s, tenant_id, version_id, RETIRED_EVENT, "", now)
             after = _version_record(row, doc.source_class)
         return before, after, superseded
+
+    # --- signatures ----------------------------------------------------------------------------
+
+    def _passage_rows(self, s: Session, row: VersionRow) -> list[PassageRecord]:
+        s.flush()
+        return [_passage_record(p) for p in s.scalars(select(PassageRow).where(
+            PassageRow.tenant_id == row.tenant_id, PassageRow.version_id == row.version_id))]
+
+    def _seal_row(self, s: Session, row: VersionRow, source_class: str, transition: str, now: datetime) -> None:
+        """Signs the row's new state (next revision) inside the caller's transaction."""
+        if self.sealer is None:
+            raise RuntimeError("the store has no VersionSealer: it cannot write signed versions")
+        seal = self.sealer.seal(_version_record(row, source_class), self._passage_rows(s, row),
+                                transition=transition, revision=(row.seal_revision or 0) + 1, now=now)
+        _apply_seal(row, seal)
+
+    def _verify_row(self, s: Session, row: VersionRow, source_class: str) -> None:
+        """Raises IntegrityFailure when the row (and its passages) is not what the service signed."""
+        if self.sealer is None:
+            raise RuntimeError("the store has no VersionSealer: it cannot verify versions")
+        self.sealer.verify_bundle(_version_record(row, source_class), row.text, self._passage_rows(s, row))
+
+    def _verified(self, s: Session, row: VersionRow, source_class: str) -> bool:
+        try:
+            self._verify_row(s, row, source_class)
+            return True
+        except IntegrityFailure as failure:
+            log.error("retrieval: version %s left untouched by a write: %s: %s", row.version_id,
+                      failure.reason, failure.message)
+            return False
+
+    def _verify_or_adopt(self, s: Session, row: VersionRow, source_class: str, now: datetime) -> None:
+        """An existing row met again by an ingest of the same text: it must verify, except a row
+        stored before signing existed, which the ingesting policy_admin adopts (signs) when its
+        text and passages still match their digests. Raises IntegrityFailure otherwise."""
+        try:
+            self._verify_row(s, row, source_class)
+        except IntegrityFailure as failure:
+            if failure.reason != "VERSION_SIGNATURE_MISSING":
+                raise
+            check_content(_version_record(row, source_class), row.text, self._passage_rows(s, row))
+            self._seal_row(s, row, source_class, ADOPTED, now)
+
+    def reseal(self, *, adopt_unsigned: bool, now: datetime, batch: int = 200) -> dict[str, list[str]]:
+        """`citetrace index resign`: every version that verifies (with any verify key) is signed
+        again with the current signing key (after a rotation, so the old key can be retired);
+        with adopt_unsigned, rows stored before signing are signed when their digests hold.
+        Rows that fail are left alone and reported. Returns {"resigned", "adopted", "refused"}."""
+        report: dict[str, list[str]] = {"resigned": [], "adopted": [], "refused": []}
+        with self._session() as s:
+            keys = [tuple(k) for k in s.execute(select(VersionRow.tenant_id, VersionRow.version_id)
+                                                .order_by(VersionRow.tenant_id, VersionRow.version_id))]
+        for i in range(0, len(keys), batch):
+            with self._session() as s, s.begin():
+                rows = list(s.scalars(select(VersionRow).where(
+                    tuple_(VersionRow.tenant_id, VersionRow.version_id).in_(keys[i:i + batch]))))
+                classes = self._source_classes(s, [(r.tenant_id, r.document_id) for r in rows])
+                for row in rows:
+                    source_class = classes.get((row.tenant_id, row.document_id), "")
+                    label = f"{row.tenant_id}/{row.version_id}"
+                    try:
+                        self._verify_row(s, row, source_class)
+                        if row.signing_key_id != self.sealer.signer.key_id:
+                            self._seal_row(s, row, source_class, RESIGNED, now)
+                            report["resigned"].append(label)
+                    except IntegrityFailure as failure:
+                        if failure.reason == "VERSION_SIGNATURE_MISSING" and adopt_unsigned:
+                            try:
+                                check_content(_version_record(row, source_class), row.text,
+                                                    self._passage_rows(s, row))
+                            except IntegrityFailure as digest:
+                                report["refused"].append(f"{label}: {digest.reason}")
+                                continue
+                            self._seal_row(s, row, source_class, ADOPTED, now)
+                            report["adopted"].append(label)
+                        else:
+                            report["refused"].append(f"{label}: {failure.reason}")
+        return report
 
     # --- version-event outbox ---------------------------------------------------------------------
 
