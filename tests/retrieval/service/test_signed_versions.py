@@ -176,7 +176,7 @@ def test_index_verify_command_names_each_refused_version(auth, tmp_path, store_o
         doc = svc.ingest(TENANT, "acme-cli", DOCS["rewritten"], valid_from=T2024)
         svc.ingest(TENANT, "acme-cli-ok", DOCS["control"], valid_from=T2024)
         url = svc.core.settings.resolved_database_url()
-    cmd = [sys.executable, "-m", "citetrace.cli.main", "index", "verify", "--data-dir", str(tmp_path),
+    cmd = [sys.executable, "-m", "apps.cli.main", "index", "verify", "--data-dir", str(tmp_path),
            "--database-url", url]
     clean = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0, clean.stderr
@@ -254,7 +254,7 @@ def test_key_rotation_several_public_keys_verify_one_private_key_signs(auth, tmp
     # `citetrace index resign` with A still verifying re-signs A's versions with B ...
     env = {"CITETRACE_RETRIEVAL_SIGNING_KEY_FILE": str(key_b),
            "CITETRACE_RETRIEVAL_VERIFY_KEY_FILES": str(public_file_of(key_a))}
-    resign = subprocess.run([sys.executable, "-m", "citetrace.cli.main", "index", "resign", "--data-dir", str(data)],
+    resign = subprocess.run([sys.executable, "-m", "apps.cli.main", "index", "resign", "--data-dir", str(data)],
                             capture_output=True, text=True, timeout=120, env={**_base_env(), **env})
     assert resign.returncode == 0, resign.stderr
     assert f"signed with {id_b}: 1 re-signed, 0 adopted, 0 refused" in resign.stdout
