@@ -115,6 +115,7 @@ def _guard(action):
 def _store_settings(args: argparse.Namespace):
     """The retrieval settings for commands on the store of record alone (no search backend)."""
     from citetrace.kit.settings import SettingsError, load_settings
+
     from services.retrieval.settings import PREFIX, Settings
 
     try:
