@@ -1,8 +1,10 @@
 """Scheduler-gateway latency over real gRPC, in-process: FindSlots (a day in the clinic's zone, a
-7-day range, paged) and ConfirmSlot, on SQLite and/or PostgreSQL, loaded from the synthetic sample.
+7-day range, paged), ConfirmSlot, and a proposal's ProposeChange (book, through a delegated
+assistant token) + ConfirmProposal (the patient's token, with an idempotency key) at concurrency 1
+and 8, on SQLite and/or PostgreSQL, loaded from the synthetic sample.
 
     .venv/bin/python bench/scheduler_bench.py [--backend sqlite|postgresql|both] [--requests 500]
-        [--days-ahead 60] [--postgres-url URL] [--json FILE]
+        [--proposals 200] [--days-ahead 60] [--postgres-url URL] [--json FILE]
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import grpc
 import yaml
+from citetrace.common.v1 import appointments_pb2 as ap_pb
+from citetrace.kit.auth import bearer_metadata, mint_token
 from citetrace.kit.testing import serving, test_auth_settings, token_metadata
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
@@ -54,7 +60,57 @@ def percentiles(samples: list[float]) -> dict[str, float]:
             "p99_ms": round(pick(0.99) * 1000, 3), "mean_ms": round(statistics.fmean(ordered) * 1000, 3)}
 
 
-def run(url: str, requests: int, days_ahead: int) -> dict:
+def free_slots(stub, md, start: dt.datetime, specialties=("cardiology", "family_medicine", "imaging", "dermatology")):
+    out = []
+    for specialty in specialties:
+        token = ""
+        while True:
+            reply = stub.FindSlots(pb.FindSlotsRequest(
+                specialty=specialty, start_time=ts(start), end_time=ts(start + dt.timedelta(days=31)),
+                page_size=100, page_token=token), timeout=10, metadata=md)
+            out.extend(reply.slots)
+            token = reply.next_page_token
+            if not token:
+                break
+    return out
+
+
+def proposals(stub, auth, slots: list, concurrency: int) -> dict:
+    """ProposeChange (book one slot, as the assistant acting for a patient) then ConfirmProposal
+    (the patient), each pair on its own free slot, `concurrency` pairs in flight."""
+    propose_s, confirm_s, pair_s = [], [], []
+    lock = threading.Lock()
+
+    def one(index: int, slot) -> None:
+        ref = f"bench-patient-{concurrency}-{index}"
+        assistant = bearer_metadata(mint_token(auth, tenant_id="acme-health", subject=ref, roles=["patient"],
+                                               patient_ref=ref, actor="service:orchestrator"))
+        patient = bearer_metadata(mint_token(auth, tenant_id="acme-health", subject=ref, roles=["patient"]))
+        began = time.perf_counter()
+        proposal = stub.ProposeChange(pb.ProposeChangeRequest(
+            kind=ap_pb.CHANGE_KIND_BOOK, slots=[pb.SlotChoice(slot_id=slot.slot_id, expected_version=slot.version)],
+            ask_trace_id=uuid.uuid4().hex), timeout=10, metadata=assistant).proposal
+        proposed = time.perf_counter()
+        reply = stub.ConfirmProposal(pb.ConfirmProposalRequest(
+            proposal_id=proposal.proposal_id, idempotency_key=f"bench-{uuid.uuid4().hex}"), timeout=10,
+            metadata=patient)
+        done = time.perf_counter()
+        assert reply.result == pb.CONFIRM_PROPOSAL_RESULT_CONFIRMED, reply
+        with lock:
+            propose_s.append(proposed - began)
+            confirm_s.append(done - proposed)
+            pair_s.append(done - began)
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        list(pool.map(lambda item: one(*item), enumerate(slots)))
+    wall = time.perf_counter() - began
+    return {"concurrency": concurrency, "propose_change": percentiles(propose_s),
+            "confirm_proposal": percentiles(confirm_s), "propose_plus_confirm": percentiles(pair_s),
+            "pairs_per_second": round(len(slots) / wall, 1)}
+
+
+def run(url: str, requests: int, days_ahead: int, proposal_pairs: int = 0) -> dict:
     document = yaml.safe_load(SAMPLE.read_text())
     for tenant in document["tenants"]:
         for schedule in tenant.get("schedules", []):
@@ -100,11 +156,22 @@ def run(url: str, requests: int, days_ahead: int) -> dict:
         samples = []
         for slot in free[:requests]:
             began = time.perf_counter()
-            reply = stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id=slot.slot_id, expected_version=slot.version,
-                                                           patient_ref="bench"), timeout=10, metadata=md)
+            reply = stub.ConfirmSlot(pb.ConfirmSlotRequest(slot_id=slot.slot_id, expected_version=slot.version),
+                                 timeout=10, metadata=md)
             samples.append(time.perf_counter() - began)
             assert reply.result == pb.CONFIRM_RESULT_CONFIRMED
         results["confirm_slot"] = percentiles(samples)
+        if proposal_pairs:
+            reload = schema.make_engine(url)  # every slot free again (the confirm phase took 300)
+            write_plan(reload, plan)
+            reload.dispose()
+            offered = [slot for slot in free_slots(stub, md, start) if slot.status == 1]
+            warm, n = 10, proposal_pairs
+            if len(offered) < warm + 2 * n:
+                raise SystemExit(f"only {len(offered)} free slots for {warm + 2 * n} proposals: raise --days-ahead")
+            proposals(stub, auth, offered[:warm], 1)  # warm the proposal path (not reported)
+            results["proposals_c1"] = proposals(stub, auth, offered[warm:warm + n], 1)
+            results["proposals_c8"] = proposals(stub, auth, offered[warm + n:warm + 2 * n], 8)
     return results
 
 
@@ -113,14 +180,18 @@ def main() -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--days-ahead", type=int, default=21)
+    parser.add_argument("--proposals", type=int, default=0,
+                        help="ProposeChange + ConfirmProposal pairs at concurrency 1 and again at 8 (0: skip)")
     parser.add_argument("--postgres-url", default=os.environ.get(
         "CITETRACE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:55432/postgres"))
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    out = {"requests": args.requests, "days_ahead": args.days_ahead, "cpu_count": os.cpu_count()}
+    out = {"requests": args.requests, "proposals": args.proposals, "days_ahead": args.days_ahead,
+           "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            out["sqlite"] = run(schema.default_database_url(Path(tmp)), args.requests, args.days_ahead)
+            out["sqlite"] = run(schema.default_database_url(Path(tmp)), args.requests, args.days_ahead,
+                                args.proposals)
     if args.backend in ("postgresql", "both"):
         admin_url = make_url(args.postgres_url)
         name = f"bench_{uuid.uuid4().hex[:10]}"
@@ -129,11 +200,12 @@ def main() -> int:
             conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
         try:
             out["postgresql"] = run(admin_url.set(database=name).render_as_string(hide_password=False),
-                                    args.requests, args.days_ahead)
+                                    args.requests, args.days_ahead, args.proposals)
         finally:
             with admin.connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             admin.dispose()
+    out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     text = json.dumps(out, indent=2)
     print(text)
     if args.json:

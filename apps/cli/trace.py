@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import grpc
-from citetrace.common.v1 import common_pb2, route_pb2
+from citetrace.common.v1 import appointments_pb2, common_pb2, route_pb2
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.clients import error_info
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -227,7 +227,34 @@ def render(reply: pb.GetTraceResponse) -> str:
             + (f" — {review.rubric_note}" if review.rubric_note else ""))
     for redaction in reply.redactions:
         add(f"redaction at {when(redaction.redacted_at)}: {redaction.reason}")
+    for link in reply.links:
+        out.extend(render_link(link))
     return "\n".join(out)
+
+
+def render_link(link: pb.ChainLink) -> list[str]:
+    """A chain link about this trace: a workflow action (proposal made, confirmed, ...)."""
+    head = f"chain link {link.sequence} {link.kind} {link.link_id}  link_hash {_short(link.link_hash)}"
+    if not link.HasField("action"):
+        return [head]
+    event, proposal = link.action, link.action.proposal
+    kind = enum_name(pb.ActionEventKind, event.kind, "ACTION_EVENT_KIND_").lower()
+    lines = [f"{head}\n  action {kind} of proposal {event.proposal_id or '-'} by {event.actor_ref or '-'} at "
+             f"{when(event.occurred_at)}" + (f" [{proposal.outcome_reason}]" if proposal.outcome_reason else "")]
+    if proposal.HasField("appointment"):
+        lines.append(f"  appointment {proposal.appointment.appointment_id} v{proposal.appointment.version}")
+    if event.HasField("appointment_after"):
+        after = event.appointment_after
+        lines.append(f"  appointment after: {after.appointment_id} v{after.version} slot {after.slot_id}")
+    if proposal.options:
+        lines.append("  offered: " + ", ".join(f"{o.slot_id} v{o.version}" for o in proposal.options))
+    if event.HasField("slot"):
+        lines.append(f"  slot: {event.slot.slot_id} v{event.slot.version}")
+    for consequence in proposal.consequences:
+        cited = ", ".join(render_citation(c) for c in consequence.citations) or "-"
+        lines.append(f"  consequence {enum_name(appointments_pb2.ConsequenceKind, consequence.kind, 'CONSEQUENCE_KIND_')}: "
+                     f"{consequence.text} [{cited}]")
+    return lines
 
 
 def render_part(part: pb.PartRecord) -> list[str]:
@@ -379,6 +406,7 @@ def build_receipt(reply: pb.GetTraceResponse, availability: dict[str, dict], ava
         "record": to_dict(rec),
         "reviews": [to_dict(r) for r in reply.reviews],
         "redactions": [to_dict(r) for r in reply.redactions],
+        "links": [to_dict(link) for link in reply.links],
     }
 
 

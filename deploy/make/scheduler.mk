@@ -6,4 +6,4 @@ slots-sample: setup
 	$(CITETRACE) slots load deploy/samples/slots.yaml
 
 bench-scheduler: setup postgres-up
-	$(PY) bench/scheduler_bench.py --backend both --requests 300 --json bench/results/scheduler.json
+	$(PY) bench/scheduler_bench.py --backend both --requests 300 --proposals 200 --days-ahead 42 --json bench/results/scheduler.json

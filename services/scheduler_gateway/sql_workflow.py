@@ -51,7 +51,13 @@ from services.scheduler_gateway.domain import (
     SlotRecord,
 )
 from services.scheduler_gateway.sql_source import SqlSlotSource, slot_from_row, unavailable_on_db_error
-from services.scheduler_gateway.sql_tx import Completed, Unremembered, append_event, idempotent_write
+from services.scheduler_gateway.sql_tx import (
+    Completed,
+    Unremembered,
+    append_event,
+    idempotent_write,
+    writer_turn,
+)
 
 
 class ProposalExpired(Exception):
@@ -251,7 +257,7 @@ class SqlWorkflowStore:
     def expire_due(self, now: dt.datetime, limit: int = 100) -> int:
         """Marks pending proposals past their expiry as expired (with their events); returns how many."""
         pr = s.proposals
-        with self.engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
+        with writer_turn(self.engine), self.engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
             stmt = (select(pr).where(pr.c.status == PENDING, pr.c.expires_at <= now)
                     .order_by(pr.c.expires_at).limit(limit))
             if conn.dialect.name == "postgresql":

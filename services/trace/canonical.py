@@ -82,6 +82,22 @@ def record_hash(*, tenant_id: str, trace_id: str, sequence: int, previous_hash: 
     return sha256_hex(HASH_DOMAIN + canonical_json(header))
 
 
+LINK_DOMAIN = b"citetrace.trace.v1.link\n"
+
+
+def link_hash(*, tenant_id: str, link_id: str, kind: str, sequence: int, previous_hash: str,
+              subject_trace_id: str, subject_ref: str, created_at: str, body: bytes) -> str:
+    """The hash of a chain link (a workflow action, ...): the same chain as the records (previous_hash
+    is the hash of whatever came before, record or link), its own domain so a link can never be
+    read as a record or the other way round."""
+    header = {
+        "tenant_id": tenant_id, "link_id": link_id, "kind": kind, "sequence": int(sequence),
+        "previous_hash": previous_hash, "subject_trace_id": subject_trace_id, "subject_ref": subject_ref,
+        "created_at": created_at, "body_sha256": sha256_hex(body),
+    }
+    return sha256_hex(LINK_DOMAIN + canonical_json(header))
+
+
 @dataclasses.dataclass(frozen=True)
 class Facets:
     """What the store indexes for filtering, derived from the body (and re-derived by VerifyChain)."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime as dt
+import heapq
 import re
 import threading
 import uuid
@@ -48,12 +49,23 @@ from citetrace.trace.v1 import trace_service_pb2 as pb
 from google.protobuf import timestamp_pb2
 
 from services.trace import canonical as C
-from services.trace.store import ListFilter, NewRecord, ReviewRow, StoredRecord, TraceStore, VersionEventRow
+from services.trace.store import (
+    ListFilter,
+    NewLink,
+    NewRecord,
+    ReviewRow,
+    StoredLink,
+    StoredRecord,
+    TraceStore,
+    VersionEventRow,
+)
 
 READ_ROLES = frozenset({R.STAFF, R.REVIEWER, R.AUDITOR, R.POLICY_ADMIN})
 WRITE_ROLES = frozenset({R.SERVICE})
 REVIEW_ROLES = frozenset({R.REVIEWER})
 VERSION_EVENT_ROLES = frozenset({R.SERVICE, R.POLICY_ADMIN})
+ACTION_EVENT_ROLES = frozenset({R.SERVICE})
+LINK_ACTION = "action"
 RETENTION_ROLES = frozenset({R.AUDITOR, R.POLICY_ADMIN, R.SERVICE})
 QUERY_TEXT_ROLES = frozenset(R.READERS_OF_QUERY_TEXT)
 # Read every source of their tenant (the same set retrieval's GetPassages treats as privileged).
@@ -260,6 +272,8 @@ class TraceCore:
         response.redactions.extend(
             pb.RedactionEvent(trace_id=r.trace_id, redacted_at=to_timestamp(r.redacted_at), reason=r.reason)
             for r in self.store.redactions(principal.tenant_id, trace_id))
+        response.links.extend(link_pb(link) for link in self.store.links(
+            principal.tenant_id, subject_trace_id=trace_id, limit=10_000))
         return response
 
     def _page_size(self, requested: int) -> int:
@@ -348,6 +362,45 @@ class TraceCore:
             replaced_by_version_id=request.replaced_by_version_id, actor_ref=principal.subject,
             created_at=self.now()))
 
+    # -- chain links: workflow actions ----------------------------------------------------------
+
+    def record_action_event(self, principal: Principal, event: pb.ActionEvent) -> tuple[pb.ChainLink, bool]:
+        if not TRACE_ID_PATTERN.match(event.event_id):
+            raise InvalidArgument("INVALID_EVENT_ID", "event.event_id must be 1-128 characters of [0-9A-Za-z._:-]")
+        if event.kind == pb.ACTION_EVENT_KIND_UNSPECIFIED:
+            raise InvalidArgument("MISSING_KIND", "event.kind is required")
+        if event.ask_trace_id and not TRACE_ID_PATTERN.match(event.ask_trace_id):
+            raise InvalidArgument("INVALID_TRACE_ID", "event.ask_trace_id must be 1-128 characters of [0-9A-Za-z._:-]")
+        if len(event.proposal_id) > 128 or len(event.actor_ref) > MAX_ID_CHARS:
+            raise InvalidArgument("FIELD_TOO_LONG", "event.proposal_id (128) or event.actor_ref (256) is too long")
+        _require_role(principal, ACTION_EVENT_ROLES, "RecordActionEvent")
+        with stage("trace", "trace.record_action", tenant=principal.tenant_id) as span:
+            body = event.SerializeToString(deterministic=True)
+            new = NewLink(tenant_id=principal.tenant_id, link_id=event.event_id, kind=LINK_ACTION,
+                          subject_trace_id=event.ask_trace_id, subject_ref=event.proposal_id,
+                          created_at=self.now(), body=body)
+
+            def hasher(sequence: int, previous_hash: str) -> str:
+                return link_hash_of(new, sequence, previous_hash)
+
+            created, stored = self.store.append_link(new, hasher)
+            set_attributes(span, created=created)
+        if not created and (stored.kind, stored.body) != (LINK_ACTION, body):
+            raise AlreadyExists("EVENT_ID_CONFLICT", f"action event {event.event_id} is already stored with other "
+                                "content", event_id=event.event_id)
+        return link_pb(stored), created
+
+    def list_chain_links(self, principal: Principal, request: pb.ListChainLinksRequest) -> pb.ListChainLinksResponse:
+        size = self._page_size(request.page_size)
+        _require_role(principal, READ_ROLES, "ListChainLinks")
+        after = decode_page_token(request.page_token) or 0
+        rows = self.store.links(principal.tenant_id, subject_trace_id=request.subject_trace_id or None,
+                                subject_ref=request.proposal_id or None, after_sequence=after, limit=size + 1)
+        response = pb.ListChainLinksResponse(links=[link_pb(r) for r in rows[:size]])
+        if len(rows) > size:
+            response.next_page_token = encode_page_token(rows[size - 1].sequence)
+        return response
+
     # -- chain verification and retention ---------------------------------------------------------
 
     def verify_chain(self, principal: Principal, tenant_id: str = "") -> ChainReport:
@@ -387,6 +440,51 @@ class TraceCore:
                 for tenant in self.store.tenants()}
 
 
+def link_hash_of(link: NewLink | StoredLink, sequence: int, previous_hash: str) -> str:
+    return C.link_hash(tenant_id=link.tenant_id, link_id=link.link_id, kind=link.kind, sequence=sequence,
+                       previous_hash=previous_hash, subject_trace_id=link.subject_trace_id,
+                       subject_ref=link.subject_ref, created_at=link.created_at.isoformat(), body=link.body)
+
+
+def link_pb(link: StoredLink) -> pb.ChainLink:
+    out = pb.ChainLink(link_id=link.link_id, kind=link.kind, sequence=link.sequence,
+                       previous_hash=link.previous_hash, link_hash=link.link_hash,
+                       created_at=to_timestamp(link.created_at), subject_trace_id=link.subject_trace_id)
+    if link.kind == LINK_ACTION:
+        out.action.ParseFromString(link.body)
+    return out
+
+
+def _broken_link(link: StoredLink) -> str:
+    """Why a stored link does not verify ('' when it does), apart from its place in the chain."""
+    if link_hash_of(link, link.sequence, link.previous_hash) != link.link_hash:
+        return "link_hash does not match the stored link content"
+    if link.kind != LINK_ACTION:
+        return f"unknown link kind {link.kind!r}"
+    try:
+        event = pb.ActionEvent.FromString(link.body)
+    except Exception:  # noqa: BLE001 - a corrupt body is a broken link, not a crash
+        return "stored body is not an ActionEvent"
+    if (event.event_id, event.ask_trace_id, event.proposal_id) != (link.link_id, link.subject_trace_id,
+                                                                    link.subject_ref):
+        return "indexed columns disagree with the stored link"
+    return ""
+
+
+def _chain_items(store: TraceStore, tenant_id: str):
+    """Records and links of the tenant's chain, merged in sequence order."""
+    def links():
+        after = 0
+        while True:
+            batch = store.links(tenant_id, after_sequence=after, limit=500)
+            if not batch:
+                return
+            yield from batch
+            after = batch[-1].sequence
+
+    return heapq.merge(store.chain(tenant_id), links(), key=lambda item: item.sequence)
+
+
 def verify_chain(store: TraceStore, tenant_id: str) -> ChainReport:
     """Walks the tenant's chain in sequence order and reports the first broken link: a gap in the
     sequence, a previous_hash that does not name the record before, a record_hash that does not
@@ -399,8 +497,20 @@ def verify_chain(store: TraceStore, tenant_id: str) -> ChainReport:
     def broken(stored: StoredRecord | None, sequence: int, detail: str) -> ChainReport:
         return ChainReport(False, checked, stored.trace_id if stored else "", sequence, detail)
 
-    for stored in store.chain(tenant_id):
+    for stored in _chain_items(store, tenant_id):
         checked += 1
+        if isinstance(stored, StoredLink):
+            if stored.sequence != expected_seq:
+                return ChainReport(False, checked, stored.subject_trace_id, expected_seq,
+                                   f"sequence gap: expected link {expected_seq}, found {stored.sequence}")
+            detail = ("previous_hash does not match the hash of the record before"
+                      if stored.previous_hash != expected_prev else _broken_link(stored))
+            if detail:
+                return ChainReport(False, checked, stored.subject_trace_id, stored.sequence,
+                                   f"chain link {stored.link_id}: {detail}")
+            expected_prev = stored.link_hash
+            expected_seq += 1
+            continue
         if stored.sequence != expected_seq:
             return broken(stored, expected_seq,
                           f"sequence gap: expected record {expected_seq}, found {stored.sequence}")

@@ -92,6 +92,13 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
         affected = self.core.record_version_event(current_principal(), request)
         return pb.RecordVersionEventResponse(affected_traces=affected)
 
+    def RecordActionEvent(self, request, context):
+        link, created = self.core.record_action_event(current_principal(), request.event)
+        return pb.RecordActionEventResponse(link=link, created=created)
+
+    def ListChainLinks(self, request, context):
+        return self.core.list_chain_links(current_principal(), request)
+
     def VerifyChain(self, request, context):
         report = self.core.verify_chain(current_principal(), request.tenant_id)
         return pb.VerifyChainResponse(

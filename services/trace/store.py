@@ -10,6 +10,8 @@ Tables (created by the Alembic migrations in services/trace/migrations):
   by a redaction (a trigger enforces that).
 - trace_chain_heads: per tenant the last sequence and hash; its row lock serializes appends.
 - trace_reviews, trace_version_events, trace_redactions: append-only event tables.
+- trace_chain_links: links of the same per-tenant chain that are not an Ask's record (workflow
+  actions); they take their sequence from the same chain head, so records and links form one chain.
 """
 
 from __future__ import annotations
@@ -104,6 +106,21 @@ redactions = sa.Table(
 )
 
 
+chain_links = sa.Table(
+    "trace_chain_links", metadata,
+    sa.Column("tenant_id", sa.String(128), primary_key=True),
+    sa.Column("link_id", sa.String(128), primary_key=True),
+    sa.Column("sequence", sa.BigInteger, nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("subject_trace_id", sa.String(128), nullable=False),
+    sa.Column("subject_ref", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("previous_hash", sa.String(64), nullable=False),
+    sa.Column("link_hash", sa.String(64), nullable=False),
+)
+
+
 # --- domain rows ------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +198,31 @@ class RedactionRow:
 
 
 @dataclasses.dataclass(frozen=True)
+class NewLink:
+    tenant_id: str
+    link_id: str
+    kind: str
+    subject_trace_id: str  # the Ask's trace the link is about ('' when none)
+    subject_ref: str  # e.g. the proposal an action belongs to
+    created_at: dt.datetime  # naive UTC
+    body: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredLink:
+    tenant_id: str
+    link_id: str
+    sequence: int
+    kind: str
+    subject_trace_id: str
+    subject_ref: str
+    created_at: dt.datetime
+    body: bytes
+    previous_hash: str
+    link_hash: str
+
+
+@dataclasses.dataclass(frozen=True)
 class ListFilter:
     outcome: int = 0
     failure_reason: int = 0
@@ -215,6 +257,9 @@ class TraceStore(Protocol):
                           now: dt.datetime) -> int: ...
     def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]: ...
     def tenants(self) -> list[str]: ...
+    def append_link(self, new: NewLink, hasher: Callable[[int, str], str]) -> tuple[bool, StoredLink]: ...
+    def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
+              after_sequence: int = 0, limit: int = 500) -> list[StoredLink]: ...
     def close(self) -> None: ...
 
 
@@ -378,6 +423,45 @@ class SqlTraceStore:
                 query_raw=new.query_raw, query_normalized=new.query_normalized, nonce=new.nonce,
                 redacted=False, facets=new.facets)
             return AppendResult(True, stored)
+
+    # -- chain links ----------------------------------------------------------------------------
+
+    def append_link(self, new: NewLink, hasher: Callable[[int, str], str]) -> tuple[bool, StoredLink]:
+        """Appends a link at the chain's next sequence; an existing link ID returns the stored one
+        (created False) for the caller to compare."""
+        if self.dialect == "sqlite":
+            with self._lock:
+                return self._append_link(new, hasher)
+        return self._append_link(new, hasher)
+
+    def _append_link(self, new: NewLink, hasher: Callable[[int, str], str]) -> tuple[bool, StoredLink]:
+        with self.engine.begin() as conn:
+            head = self._lock_head(conn, new.tenant_id)
+            existing = conn.execute(sa.select(chain_links).where(
+                chain_links.c.tenant_id == new.tenant_id, chain_links.c.link_id == new.link_id)).first()
+            if existing is not None:
+                return False, _link(existing)
+            sequence = head.sequence + 1
+            link_hash = hasher(sequence, head.record_hash)
+            values = {"tenant_id": new.tenant_id, "link_id": new.link_id, "sequence": sequence, "kind": new.kind,
+                      "subject_trace_id": new.subject_trace_id, "subject_ref": new.subject_ref,
+                      "created_at": new.created_at, "body": new.body, "previous_hash": head.record_hash,
+                      "link_hash": link_hash}
+            conn.execute(chain_links.insert().values(**values))
+            conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
+                         .values(sequence=sequence, record_hash=link_hash))
+            return True, StoredLink(**values)
+
+    def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
+              after_sequence: int = 0, limit: int = 500) -> list[StoredLink]:
+        query = sa.select(chain_links).where(chain_links.c.tenant_id == tenant_id,
+                                             chain_links.c.sequence > after_sequence)
+        if subject_trace_id is not None:
+            query = query.where(chain_links.c.subject_trace_id == subject_trace_id)
+        if subject_ref is not None:
+            query = query.where(chain_links.c.subject_ref == subject_ref)
+        with self.engine.connect() as conn:
+            return [_link(r) for r in conn.execute(query.order_by(chain_links.c.sequence).limit(limit))]
 
     def _select_records(self):
         rec = records
@@ -547,6 +631,13 @@ class SqlTraceStore:
                 redactions.c.tenant_id == tenant_id, redactions.c.trace_id == trace_id)
                 .order_by(redactions.c.id)).all()
         return [RedactionRow(r.tenant_id, r.trace_id, r.redacted_at, r.reason, r.actor_ref) for r in rows]
+
+
+def _link(row) -> StoredLink:
+    return StoredLink(
+        tenant_id=row.tenant_id, link_id=row.link_id, sequence=int(row.sequence), kind=row.kind,
+        subject_trace_id=row.subject_trace_id, subject_ref=row.subject_ref, created_at=row.created_at,
+        body=bytes(row.body), previous_hash=row.previous_hash, link_hash=row.link_hash)
 
 
 def _chunks(items: list, size: int):

@@ -23,6 +23,7 @@ _sym_db = _symbol_database.Default()
 
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as citetrace_dot_citation__validator_dot_v1_dot_citation__validator__service__pb2
+from citetrace.common.v1 import appointments_pb2 as citetrace_dot_common_dot_v1_dot_appointments__pb2
 from citetrace.common.v1 import common_pb2 as citetrace_dot_common_dot_v1_dot_common__pb2
 from citetrace.common.v1 import route_pb2 as citetrace_dot_common_dot_v1_dot_route__pb2
 from citetrace.generation.v1 import generation_service_pb2 as citetrace_dot_generation_dot_v1_dot_generation__service__pb2
@@ -30,69 +31,83 @@ from citetrace.retrieval.v1 import retrieval_service_pb2 as citetrace_dot_retrie
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&citetrace/trace/v1/trace_service.proto\x12\x12\x63itetrace.trace.v1\x1a@citetrace/citation_validator/v1/citation_validator_service.proto\x1a citetrace/common/v1/common.proto\x1a\x1f\x63itetrace/common/v1/route.proto\x1a\x30\x63itetrace/generation/v1/generation_service.proto\x1a.citetrace/retrieval/v1/retrieval_service.proto\x1a\x1fgoogle/protobuf/timestamp.proto\">\n\tQueryText\x12\x0b\n\x03raw\x18\x01 \x01(\t\x12\x12\n\nnormalized\x18\x02 \x01(\t\x12\x10\n\x08redacted\x18\x03 \x01(\x08\"\x84\x01\n\x0fRetrievalRecord\x12;\n\x08settings\x18\x01 \x01(\x0b\x32).citetrace.retrieval.v1.RetrievalSettings\x12\x34\n\tretrieved\x18\x02 \x03(\x0b\x32!.citetrace.retrieval.v1.SearchHit\"\xa8\x01\n\x10GenerationRecord\x12\x39\n\tgenerator\x18\x01 \x01(\x0b\x32&.citetrace.generation.v1.GeneratorInfo\x12\x18\n\x10passages_offered\x18\x02 \x01(\x05\x12\x15\n\rchars_offered\x18\x03 \x01(\x05\x12\x16\n\x0elabels_offered\x18\x04 \x03(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\"\x9e\x01\n\x0b\x43laimRecord\x12)\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x1a.citetrace.common.v1.Claim\x12\x44\n\nvalidation\x18\x02 \x01(\x0b\x32\x30.citetrace.citation_validator.v1.ClaimValidation\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\r\n\x05shown\x18\x04 \x01(\x08\"\x88\x05\n\nPartRecord\x12\x0f\n\x07part_id\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.citetrace.common.v1.PartKind\x12+\n\x06intent\x18\x03 \x01(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x36\n\tretrieval\x18\x04 \x01(\x0b\x32#.citetrace.trace.v1.RetrievalRecord\x12\x38\n\ngeneration\x18\x05 \x01(\x0b\x32$.citetrace.trace.v1.GenerationRecord\x12/\n\x06\x63laims\x18\x06 \x03(\x0b\x32\x1f.citetrace.trace.v1.ClaimRecord\x12\x30\n\tcitations\x18\x07 \x03(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x33\n\x07reasons\x18\x08 \x03(\x0e\x32\".citetrace.common.v1.FailureReason\x12(\n\x05slots\x18\t \x03(\x0b\x32\x19.citetrace.common.v1.Slot\x12/\n\x0bslots_as_of\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x07outcome\x18\x0b \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x34\n\x0bnext_action\x18\x0c \x01(\x0e\x32\x1f.citetrace.common.v1.NextAction\x12\x13\n\x0b\x61nswer_text\x18\r \x01(\t\x12\x1d\n\x15source_policy_version\x18\x0e \x01(\t\x12\r\n\x05\x65rror\x18\x0f \x01(\t\"P\n\x0e\x43orpusSnapshot\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x18\n\x10index_generation\x18\x02 \x01(\t\x12\x13\n\x0bversion_ids\x18\x03 \x03(\t\"\xda\x04\n\x0bTraceRecord\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12.\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprincipal_ref\x18\x04 \x01(\t\x12\x17\n\x0fprincipal_roles\x18\x05 \x03(\t\x12,\n\x05query\x18\x06 \x01(\x0b\x32\x1d.citetrace.trace.v1.QueryText\x12)\n\x05\x61s_of\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x05route\x18\x08 \x01(\x0b\x32\".citetrace.common.v1.RouteDecision\x12-\n\x05parts\x18\t \x03(\x0b\x32\x1e.citetrace.trace.v1.PartRecord\x12\x31\n\x07timings\x18\n \x03(\x0b\x32 .citetrace.common.v1.StageTiming\x12\x32\n\x06\x63orpus\x18\x0b \x01(\x0b\x32\".citetrace.trace.v1.CorpusSnapshot\x12\x31\n\x07outcome\x18\x0c \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x15\n\rprevious_hash\x18\r \x01(\t\x12\x13\n\x0brecord_hash\x18\x0e \x01(\t\x12\x10\n\x08sequence\x18\x0f \x01(\x03\x12\x14\n\x0cneeds_review\x18\x10 \x01(\x08\x12\x1d\n\x15source_policy_version\x18\x11 \x01(\t\"E\n\x12RecordTraceRequest\x12/\n\x06record\x18\x01 \x01(\x0b\x32\x1f.citetrace.trace.v1.TraceRecord\"M\n\x13RecordTraceResponse\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x13\n\x0brecord_hash\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\"#\n\x0fGetTraceRequest\x12\x10\n\x08trace_id\x18\x01 \x01(\t\"\xa8\x01\n\x10GetTraceResponse\x12/\n\x06record\x18\x01 \x01(\x0b\x32\x1f.citetrace.trace.v1.TraceRecord\x12+\n\x07reviews\x18\x02 \x03(\x0b\x32\x1a.citetrace.trace.v1.Review\x12\x36\n\nredactions\x18\x03 \x03(\x0b\x32\".citetrace.trace.v1.RedactionEvent\"\xcf\x02\n\x11ListTracesRequest\x12\x31\n\x07outcome\x18\x01 \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12:\n\x0e\x66\x61ilure_reason\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.FailureReason\x12\x31\n\rcreated_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x64ocument_id\x18\x05 \x01(\t\x12\x12\n\nversion_id\x18\x06 \x01(\t\x12\x14\n\x0cneeds_review\x18\x07 \x01(\x08\x12\x11\n\tpage_size\x18\x08 \x01(\x05\x12\x12\n\npage_token\x18\t \x01(\t\"\xb4\x01\n\x0cTraceSummary\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12.\n\ncreated_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x07outcome\x18\x03 \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x19\n\x11\x63ited_version_ids\x18\x04 \x03(\t\x12\x14\n\x0cneeds_review\x18\x05 \x01(\x08\"_\n\x12ListTracesResponse\x12\x30\n\x06traces\x18\x01 \x03(\x0b\x32 .citetrace.trace.v1.TraceSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x97\x02\n\x06Review\x12\x11\n\treview_id\x18\x01 \x01(\t\x12\x10\n\x08trace_id\x18\x02 \x01(\t\x12\x34\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0e\x32\".citetrace.trace.v1.ReviewDecision\x12\x14\n\x0creviewer_ref\x18\x04 \x01(\t\x12\x13\n\x0brubric_note\x18\x05 \x01(\t\x12\x1a\n\x12\x61nswer_record_hash\x18\x06 \x01(\t\x12\x1c\n\x14\x65vidence_version_ids\x18\x07 \x03(\t\x12\x1d\n\x15source_policy_version\x18\x08 \x01(\t\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8e\x01\n\x13RecordReviewRequest\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x34\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\".citetrace.trace.v1.ReviewDecision\x12\x13\n\x0brubric_note\x18\x03 \x01(\t\x12\x1a\n\x12\x61nswer_record_hash\x18\x04 \x01(\t\"B\n\x14RecordReviewResponse\x12*\n\x06review\x18\x01 \x01(\x0b\x32\x1a.citetrace.trace.v1.Review\"M\n\x12ListReviewsRequest\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"[\n\x13ListReviewsResponse\x12+\n\x07reviews\x18\x01 \x03(\x0b\x32\x1a.citetrace.trace.v1.Review\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x83\x01\n\x19RecordVersionEventRequest\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\x32\n\x04kind\x18\x02 \x01(\x0e\x32$.citetrace.trace.v1.VersionEventKind\x12\x1e\n\x16replaced_by_version_id\x18\x03 \x01(\t\"5\n\x1aRecordVersionEventResponse\x12\x17\n\x0f\x61\x66\x66\x65\x63ted_traces\x18\x01 \x01(\x05\"\'\n\x12VerifyChainRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"\x88\x01\n\x13VerifyChainResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x17\n\x0frecords_checked\x18\x02 \x01(\x03\x12\x1d\n\x15\x66irst_broken_trace_id\x18\x03 \x01(\t\x12\x1d\n\x15\x66irst_broken_sequence\x18\x04 \x01(\x03\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"c\n\x0eRedactionEvent\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12/\n\x0bredacted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x03 \x01(\t\"/\n\x15\x41pplyRetentionRequest\x12\x16\n\x0eretention_days\x18\x01 \x01(\x05\"*\n\x16\x41pplyRetentionResponse\x12\x10\n\x08redacted\x18\x01 \x01(\x05*\x8f\x01\n\x0eReviewDecision\x12\x1f\n\x1bREVIEW_DECISION_UNSPECIFIED\x10\x00\x12\x1c\n\x18REVIEW_DECISION_ACCEPTED\x10\x01\x12\x1c\n\x18REVIEW_DECISION_REJECTED\x10\x02\x12 \n\x1cREVIEW_DECISION_NEEDS_CHANGE\x10\x03*y\n\x10VersionEventKind\x12\"\n\x1eVERSION_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dVERSION_EVENT_KIND_SUPERSEDED\x10\x01\x12\x1e\n\x1aVERSION_EVENT_KIND_RETIRED\x10\x02\x32\xa3\x06\n\x0cTraceService\x12^\n\x0bRecordTrace\x12&.citetrace.trace.v1.RecordTraceRequest\x1a\'.citetrace.trace.v1.RecordTraceResponse\x12U\n\x08GetTrace\x12#.citetrace.trace.v1.GetTraceRequest\x1a$.citetrace.trace.v1.GetTraceResponse\x12[\n\nListTraces\x12%.citetrace.trace.v1.ListTracesRequest\x1a&.citetrace.trace.v1.ListTracesResponse\x12\x61\n\x0cRecordReview\x12\'.citetrace.trace.v1.RecordReviewRequest\x1a(.citetrace.trace.v1.RecordReviewResponse\x12^\n\x0bListReviews\x12&.citetrace.trace.v1.ListReviewsRequest\x1a\'.citetrace.trace.v1.ListReviewsResponse\x12s\n\x12RecordVersionEvent\x12-.citetrace.trace.v1.RecordVersionEventRequest\x1a..citetrace.trace.v1.RecordVersionEventResponse\x12^\n\x0bVerifyChain\x12&.citetrace.trace.v1.VerifyChainRequest\x1a\'.citetrace.trace.v1.VerifyChainResponse\x12g\n\x0e\x41pplyRetention\x12).citetrace.trace.v1.ApplyRetentionRequest\x1a*.citetrace.trace.v1.ApplyRetentionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&citetrace/trace/v1/trace_service.proto\x12\x12\x63itetrace.trace.v1\x1a@citetrace/citation_validator/v1/citation_validator_service.proto\x1a&citetrace/common/v1/appointments.proto\x1a citetrace/common/v1/common.proto\x1a\x1f\x63itetrace/common/v1/route.proto\x1a\x30\x63itetrace/generation/v1/generation_service.proto\x1a.citetrace/retrieval/v1/retrieval_service.proto\x1a\x1fgoogle/protobuf/timestamp.proto\">\n\tQueryText\x12\x0b\n\x03raw\x18\x01 \x01(\t\x12\x12\n\nnormalized\x18\x02 \x01(\t\x12\x10\n\x08redacted\x18\x03 \x01(\x08\"\x84\x01\n\x0fRetrievalRecord\x12;\n\x08settings\x18\x01 \x01(\x0b\x32).citetrace.retrieval.v1.RetrievalSettings\x12\x34\n\tretrieved\x18\x02 \x03(\x0b\x32!.citetrace.retrieval.v1.SearchHit\"\xa8\x01\n\x10GenerationRecord\x12\x39\n\tgenerator\x18\x01 \x01(\x0b\x32&.citetrace.generation.v1.GeneratorInfo\x12\x18\n\x10passages_offered\x18\x02 \x01(\x05\x12\x15\n\rchars_offered\x18\x03 \x01(\x05\x12\x16\n\x0elabels_offered\x18\x04 \x03(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\"\x9e\x01\n\x0b\x43laimRecord\x12)\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x1a.citetrace.common.v1.Claim\x12\x44\n\nvalidation\x18\x02 \x01(\x0b\x32\x30.citetrace.citation_validator.v1.ClaimValidation\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\r\n\x05shown\x18\x04 \x01(\x08\"\x88\x05\n\nPartRecord\x12\x0f\n\x07part_id\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.citetrace.common.v1.PartKind\x12+\n\x06intent\x18\x03 \x01(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x36\n\tretrieval\x18\x04 \x01(\x0b\x32#.citetrace.trace.v1.RetrievalRecord\x12\x38\n\ngeneration\x18\x05 \x01(\x0b\x32$.citetrace.trace.v1.GenerationRecord\x12/\n\x06\x63laims\x18\x06 \x03(\x0b\x32\x1f.citetrace.trace.v1.ClaimRecord\x12\x30\n\tcitations\x18\x07 \x03(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x33\n\x07reasons\x18\x08 \x03(\x0e\x32\".citetrace.common.v1.FailureReason\x12(\n\x05slots\x18\t \x03(\x0b\x32\x19.citetrace.common.v1.Slot\x12/\n\x0bslots_as_of\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x07outcome\x18\x0b \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x34\n\x0bnext_action\x18\x0c \x01(\x0e\x32\x1f.citetrace.common.v1.NextAction\x12\x13\n\x0b\x61nswer_text\x18\r \x01(\t\x12\x1d\n\x15source_policy_version\x18\x0e \x01(\t\x12\r\n\x05\x65rror\x18\x0f \x01(\t\"P\n\x0e\x43orpusSnapshot\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x18\n\x10index_generation\x18\x02 \x01(\t\x12\x13\n\x0bversion_ids\x18\x03 \x03(\t\"\xda\x04\n\x0bTraceRecord\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12.\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprincipal_ref\x18\x04 \x01(\t\x12\x17\n\x0fprincipal_roles\x18\x05 \x03(\t\x12,\n\x05query\x18\x06 \x01(\x0b\x32\x1d.citetrace.trace.v1.QueryText\x12)\n\x05\x61s_of\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x05route\x18\x08 \x01(\x0b\x32\".citetrace.common.v1.RouteDecision\x12-\n\x05parts\x18\t \x03(\x0b\x32\x1e.citetrace.trace.v1.PartRecord\x12\x31\n\x07timings\x18\n \x03(\x0b\x32 .citetrace.common.v1.StageTiming\x12\x32\n\x06\x63orpus\x18\x0b \x01(\x0b\x32\".citetrace.trace.v1.CorpusSnapshot\x12\x31\n\x07outcome\x18\x0c \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x15\n\rprevious_hash\x18\r \x01(\t\x12\x13\n\x0brecord_hash\x18\x0e \x01(\t\x12\x10\n\x08sequence\x18\x0f \x01(\x03\x12\x14\n\x0cneeds_review\x18\x10 \x01(\x08\x12\x1d\n\x15source_policy_version\x18\x11 \x01(\t\"E\n\x12RecordTraceRequest\x12/\n\x06record\x18\x01 \x01(\x0b\x32\x1f.citetrace.trace.v1.TraceRecord\"M\n\x13RecordTraceResponse\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x13\n\x0brecord_hash\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\"#\n\x0fGetTraceRequest\x12\x10\n\x08trace_id\x18\x01 \x01(\t\"\xd6\x01\n\x10GetTraceResponse\x12/\n\x06record\x18\x01 \x01(\x0b\x32\x1f.citetrace.trace.v1.TraceRecord\x12+\n\x07reviews\x18\x02 \x03(\x0b\x32\x1a.citetrace.trace.v1.Review\x12\x36\n\nredactions\x18\x03 \x03(\x0b\x32\".citetrace.trace.v1.RedactionEvent\x12,\n\x05links\x18\x04 \x03(\x0b\x32\x1d.citetrace.trace.v1.ChainLink\"\xcf\x02\n\x11ListTracesRequest\x12\x31\n\x07outcome\x18\x01 \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12:\n\x0e\x66\x61ilure_reason\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.FailureReason\x12\x31\n\rcreated_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x64ocument_id\x18\x05 \x01(\t\x12\x12\n\nversion_id\x18\x06 \x01(\t\x12\x14\n\x0cneeds_review\x18\x07 \x01(\x08\x12\x11\n\tpage_size\x18\x08 \x01(\x05\x12\x12\n\npage_token\x18\t \x01(\t\"\xb4\x01\n\x0cTraceSummary\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12.\n\ncreated_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x07outcome\x18\x03 \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x19\n\x11\x63ited_version_ids\x18\x04 \x03(\t\x12\x14\n\x0cneeds_review\x18\x05 \x01(\x08\"_\n\x12ListTracesResponse\x12\x30\n\x06traces\x18\x01 \x03(\x0b\x32 .citetrace.trace.v1.TraceSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x97\x02\n\x06Review\x12\x11\n\treview_id\x18\x01 \x01(\t\x12\x10\n\x08trace_id\x18\x02 \x01(\t\x12\x34\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0e\x32\".citetrace.trace.v1.ReviewDecision\x12\x14\n\x0creviewer_ref\x18\x04 \x01(\t\x12\x13\n\x0brubric_note\x18\x05 \x01(\t\x12\x1a\n\x12\x61nswer_record_hash\x18\x06 \x01(\t\x12\x1c\n\x14\x65vidence_version_ids\x18\x07 \x03(\t\x12\x1d\n\x15source_policy_version\x18\x08 \x01(\t\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8e\x01\n\x13RecordReviewRequest\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x34\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\".citetrace.trace.v1.ReviewDecision\x12\x13\n\x0brubric_note\x18\x03 \x01(\t\x12\x1a\n\x12\x61nswer_record_hash\x18\x04 \x01(\t\"B\n\x14RecordReviewResponse\x12*\n\x06review\x18\x01 \x01(\x0b\x32\x1a.citetrace.trace.v1.Review\"M\n\x12ListReviewsRequest\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"[\n\x13ListReviewsResponse\x12+\n\x07reviews\x18\x01 \x03(\x0b\x32\x1a.citetrace.trace.v1.Review\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x83\x01\n\x19RecordVersionEventRequest\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\x32\n\x04kind\x18\x02 \x01(\x0e\x32$.citetrace.trace.v1.VersionEventKind\x12\x1e\n\x16replaced_by_version_id\x18\x03 \x01(\t\"5\n\x1aRecordVersionEventResponse\x12\x17\n\x0f\x61\x66\x66\x65\x63ted_traces\x18\x01 \x01(\x05\"\'\n\x12VerifyChainRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"\x88\x01\n\x13VerifyChainResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x17\n\x0frecords_checked\x18\x02 \x01(\x03\x12\x1d\n\x15\x66irst_broken_trace_id\x18\x03 \x01(\t\x12\x1d\n\x15\x66irst_broken_sequence\x18\x04 \x01(\x03\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"c\n\x0eRedactionEvent\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12/\n\x0bredacted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x03 \x01(\t\"/\n\x15\x41pplyRetentionRequest\x12\x16\n\x0eretention_days\x18\x01 \x01(\x05\"*\n\x16\x41pplyRetentionResponse\x12\x10\n\x08redacted\x18\x01 \x01(\x05\"\xae\x03\n\x0b\x41\x63tionEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x31\n\x04kind\x18\x02 \x01(\x0e\x32#.citetrace.trace.v1.ActionEventKind\x12\x14\n\x0c\x61sk_trace_id\x18\x03 \x01(\t\x12\x13\n\x0bproposal_id\x18\x04 \x01(\t\x12\x11\n\tactor_ref\x18\x05 \x01(\t\x12/\n\x0boccurred_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x08proposal\x18\x07 \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal\x12<\n\x12\x61ppointment_before\x18\x08 \x01(\x0b\x32 .citetrace.common.v1.Appointment\x12;\n\x11\x61ppointment_after\x18\t \x01(\x0b\x32 .citetrace.common.v1.Appointment\x12\'\n\x04slot\x18\n \x01(\x0b\x32\x19.citetrace.common.v1.Slot\x12\x16\n\x0esource_service\x18\x0b \x01(\t\"\xec\x01\n\tChainLink\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rprevious_hash\x18\x04 \x01(\t\x12\x11\n\tlink_hash\x18\x05 \x01(\t\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10subject_trace_id\x18\x07 \x01(\t\x12\x31\n\x06\x61\x63tion\x18\n \x01(\x0b\x32\x1f.citetrace.trace.v1.ActionEventH\x00\x42\x07\n\x05\x65vent\"J\n\x18RecordActionEventRequest\x12.\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1f.citetrace.trace.v1.ActionEvent\"Y\n\x19RecordActionEventResponse\x12+\n\x04link\x18\x01 \x01(\x0b\x32\x1d.citetrace.trace.v1.ChainLink\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"m\n\x15ListChainLinksRequest\x12\x18\n\x10subject_trace_id\x18\x01 \x01(\t\x12\x13\n\x0bproposal_id\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"_\n\x16ListChainLinksResponse\x12,\n\x05links\x18\x01 \x03(\x0b\x32\x1d.citetrace.trace.v1.ChainLink\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\x8f\x01\n\x0eReviewDecision\x12\x1f\n\x1bREVIEW_DECISION_UNSPECIFIED\x10\x00\x12\x1c\n\x18REVIEW_DECISION_ACCEPTED\x10\x01\x12\x1c\n\x18REVIEW_DECISION_REJECTED\x10\x02\x12 \n\x1cREVIEW_DECISION_NEEDS_CHANGE\x10\x03*y\n\x10VersionEventKind\x12\"\n\x1eVERSION_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dVERSION_EVENT_KIND_SUPERSEDED\x10\x01\x12\x1e\n\x1aVERSION_EVENT_KIND_RETIRED\x10\x02*\xf8\x01\n\x0f\x41\x63tionEventKind\x12!\n\x1d\x41\x43TION_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x41\x43TION_EVENT_KIND_PROPOSED\x10\x01\x12\x1f\n\x1b\x41\x43TION_EVENT_KIND_CONFIRMED\x10\x02\x12\x1e\n\x1a\x41\x43TION_EVENT_KIND_REJECTED\x10\x03\x12\x1d\n\x19\x41\x43TION_EVENT_KIND_EXPIRED\x10\x04\x12\x1c\n\x18\x41\x43TION_EVENT_KIND_FAILED\x10\x05\x12$\n ACTION_EVENT_KIND_SLOT_CONFIRMED\x10\x06\x32\xfe\x07\n\x0cTraceService\x12^\n\x0bRecordTrace\x12&.citetrace.trace.v1.RecordTraceRequest\x1a\'.citetrace.trace.v1.RecordTraceResponse\x12U\n\x08GetTrace\x12#.citetrace.trace.v1.GetTraceRequest\x1a$.citetrace.trace.v1.GetTraceResponse\x12[\n\nListTraces\x12%.citetrace.trace.v1.ListTracesRequest\x1a&.citetrace.trace.v1.ListTracesResponse\x12\x61\n\x0cRecordReview\x12\'.citetrace.trace.v1.RecordReviewRequest\x1a(.citetrace.trace.v1.RecordReviewResponse\x12^\n\x0bListReviews\x12&.citetrace.trace.v1.ListReviewsRequest\x1a\'.citetrace.trace.v1.ListReviewsResponse\x12s\n\x12RecordVersionEvent\x12-.citetrace.trace.v1.RecordVersionEventRequest\x1a..citetrace.trace.v1.RecordVersionEventResponse\x12^\n\x0bVerifyChain\x12&.citetrace.trace.v1.VerifyChainRequest\x1a\'.citetrace.trace.v1.VerifyChainResponse\x12g\n\x0e\x41pplyRetention\x12).citetrace.trace.v1.ApplyRetentionRequest\x1a*.citetrace.trace.v1.ApplyRetentionResponse\x12p\n\x11RecordActionEvent\x12,.citetrace.trace.v1.RecordActionEventRequest\x1a-.citetrace.trace.v1.RecordActionEventResponse\x12g\n\x0eListChainLinks\x12).citetrace.trace.v1.ListChainLinksRequest\x1a*.citetrace.trace.v1.ListChainLinksResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'citetrace.trace.v1.trace_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REVIEWDECISION']._serialized_start=4402
-  _globals['_REVIEWDECISION']._serialized_end=4545
-  _globals['_VERSIONEVENTKIND']._serialized_start=4547
-  _globals['_VERSIONEVENTKIND']._serialized_end=4668
-  _globals['_QUERYTEXT']._serialized_start=326
-  _globals['_QUERYTEXT']._serialized_end=388
-  _globals['_RETRIEVALRECORD']._serialized_start=391
-  _globals['_RETRIEVALRECORD']._serialized_end=523
-  _globals['_GENERATIONRECORD']._serialized_start=526
-  _globals['_GENERATIONRECORD']._serialized_end=694
-  _globals['_CLAIMRECORD']._serialized_start=697
-  _globals['_CLAIMRECORD']._serialized_end=855
-  _globals['_PARTRECORD']._serialized_start=858
-  _globals['_PARTRECORD']._serialized_end=1506
-  _globals['_CORPUSSNAPSHOT']._serialized_start=1508
-  _globals['_CORPUSSNAPSHOT']._serialized_end=1588
-  _globals['_TRACERECORD']._serialized_start=1591
-  _globals['_TRACERECORD']._serialized_end=2193
-  _globals['_RECORDTRACEREQUEST']._serialized_start=2195
-  _globals['_RECORDTRACEREQUEST']._serialized_end=2264
-  _globals['_RECORDTRACERESPONSE']._serialized_start=2266
-  _globals['_RECORDTRACERESPONSE']._serialized_end=2343
-  _globals['_GETTRACEREQUEST']._serialized_start=2345
-  _globals['_GETTRACEREQUEST']._serialized_end=2380
-  _globals['_GETTRACERESPONSE']._serialized_start=2383
-  _globals['_GETTRACERESPONSE']._serialized_end=2551
-  _globals['_LISTTRACESREQUEST']._serialized_start=2554
-  _globals['_LISTTRACESREQUEST']._serialized_end=2889
-  _globals['_TRACESUMMARY']._serialized_start=2892
-  _globals['_TRACESUMMARY']._serialized_end=3072
-  _globals['_LISTTRACESRESPONSE']._serialized_start=3074
-  _globals['_LISTTRACESRESPONSE']._serialized_end=3169
-  _globals['_REVIEW']._serialized_start=3172
-  _globals['_REVIEW']._serialized_end=3451
-  _globals['_RECORDREVIEWREQUEST']._serialized_start=3454
-  _globals['_RECORDREVIEWREQUEST']._serialized_end=3596
-  _globals['_RECORDREVIEWRESPONSE']._serialized_start=3598
-  _globals['_RECORDREVIEWRESPONSE']._serialized_end=3664
-  _globals['_LISTREVIEWSREQUEST']._serialized_start=3666
-  _globals['_LISTREVIEWSREQUEST']._serialized_end=3743
-  _globals['_LISTREVIEWSRESPONSE']._serialized_start=3745
-  _globals['_LISTREVIEWSRESPONSE']._serialized_end=3836
-  _globals['_RECORDVERSIONEVENTREQUEST']._serialized_start=3839
-  _globals['_RECORDVERSIONEVENTREQUEST']._serialized_end=3970
-  _globals['_RECORDVERSIONEVENTRESPONSE']._serialized_start=3972
-  _globals['_RECORDVERSIONEVENTRESPONSE']._serialized_end=4025
-  _globals['_VERIFYCHAINREQUEST']._serialized_start=4027
-  _globals['_VERIFYCHAINREQUEST']._serialized_end=4066
-  _globals['_VERIFYCHAINRESPONSE']._serialized_start=4069
-  _globals['_VERIFYCHAINRESPONSE']._serialized_end=4205
-  _globals['_REDACTIONEVENT']._serialized_start=4207
-  _globals['_REDACTIONEVENT']._serialized_end=4306
-  _globals['_APPLYRETENTIONREQUEST']._serialized_start=4308
-  _globals['_APPLYRETENTIONREQUEST']._serialized_end=4355
-  _globals['_APPLYRETENTIONRESPONSE']._serialized_start=4357
-  _globals['_APPLYRETENTIONRESPONSE']._serialized_end=4399
-  _globals['_TRACESERVICE']._serialized_start=4671
-  _globals['_TRACESERVICE']._serialized_end=5474
+  _globals['_REVIEWDECISION']._serialized_start=5535
+  _globals['_REVIEWDECISION']._serialized_end=5678
+  _globals['_VERSIONEVENTKIND']._serialized_start=5680
+  _globals['_VERSIONEVENTKIND']._serialized_end=5801
+  _globals['_ACTIONEVENTKIND']._serialized_start=5804
+  _globals['_ACTIONEVENTKIND']._serialized_end=6052
+  _globals['_QUERYTEXT']._serialized_start=366
+  _globals['_QUERYTEXT']._serialized_end=428
+  _globals['_RETRIEVALRECORD']._serialized_start=431
+  _globals['_RETRIEVALRECORD']._serialized_end=563
+  _globals['_GENERATIONRECORD']._serialized_start=566
+  _globals['_GENERATIONRECORD']._serialized_end=734
+  _globals['_CLAIMRECORD']._serialized_start=737
+  _globals['_CLAIMRECORD']._serialized_end=895
+  _globals['_PARTRECORD']._serialized_start=898
+  _globals['_PARTRECORD']._serialized_end=1546
+  _globals['_CORPUSSNAPSHOT']._serialized_start=1548
+  _globals['_CORPUSSNAPSHOT']._serialized_end=1628
+  _globals['_TRACERECORD']._serialized_start=1631
+  _globals['_TRACERECORD']._serialized_end=2233
+  _globals['_RECORDTRACEREQUEST']._serialized_start=2235
+  _globals['_RECORDTRACEREQUEST']._serialized_end=2304
+  _globals['_RECORDTRACERESPONSE']._serialized_start=2306
+  _globals['_RECORDTRACERESPONSE']._serialized_end=2383
+  _globals['_GETTRACEREQUEST']._serialized_start=2385
+  _globals['_GETTRACEREQUEST']._serialized_end=2420
+  _globals['_GETTRACERESPONSE']._serialized_start=2423
+  _globals['_GETTRACERESPONSE']._serialized_end=2637
+  _globals['_LISTTRACESREQUEST']._serialized_start=2640
+  _globals['_LISTTRACESREQUEST']._serialized_end=2975
+  _globals['_TRACESUMMARY']._serialized_start=2978
+  _globals['_TRACESUMMARY']._serialized_end=3158
+  _globals['_LISTTRACESRESPONSE']._serialized_start=3160
+  _globals['_LISTTRACESRESPONSE']._serialized_end=3255
+  _globals['_REVIEW']._serialized_start=3258
+  _globals['_REVIEW']._serialized_end=3537
+  _globals['_RECORDREVIEWREQUEST']._serialized_start=3540
+  _globals['_RECORDREVIEWREQUEST']._serialized_end=3682
+  _globals['_RECORDREVIEWRESPONSE']._serialized_start=3684
+  _globals['_RECORDREVIEWRESPONSE']._serialized_end=3750
+  _globals['_LISTREVIEWSREQUEST']._serialized_start=3752
+  _globals['_LISTREVIEWSREQUEST']._serialized_end=3829
+  _globals['_LISTREVIEWSRESPONSE']._serialized_start=3831
+  _globals['_LISTREVIEWSRESPONSE']._serialized_end=3922
+  _globals['_RECORDVERSIONEVENTREQUEST']._serialized_start=3925
+  _globals['_RECORDVERSIONEVENTREQUEST']._serialized_end=4056
+  _globals['_RECORDVERSIONEVENTRESPONSE']._serialized_start=4058
+  _globals['_RECORDVERSIONEVENTRESPONSE']._serialized_end=4111
+  _globals['_VERIFYCHAINREQUEST']._serialized_start=4113
+  _globals['_VERIFYCHAINREQUEST']._serialized_end=4152
+  _globals['_VERIFYCHAINRESPONSE']._serialized_start=4155
+  _globals['_VERIFYCHAINRESPONSE']._serialized_end=4291
+  _globals['_REDACTIONEVENT']._serialized_start=4293
+  _globals['_REDACTIONEVENT']._serialized_end=4392
+  _globals['_APPLYRETENTIONREQUEST']._serialized_start=4394
+  _globals['_APPLYRETENTIONREQUEST']._serialized_end=4441
+  _globals['_APPLYRETENTIONRESPONSE']._serialized_start=4443
+  _globals['_APPLYRETENTIONRESPONSE']._serialized_end=4485
+  _globals['_ACTIONEVENT']._serialized_start=4488
+  _globals['_ACTIONEVENT']._serialized_end=4918
+  _globals['_CHAINLINK']._serialized_start=4921
+  _globals['_CHAINLINK']._serialized_end=5157
+  _globals['_RECORDACTIONEVENTREQUEST']._serialized_start=5159
+  _globals['_RECORDACTIONEVENTREQUEST']._serialized_end=5233
+  _globals['_RECORDACTIONEVENTRESPONSE']._serialized_start=5235
+  _globals['_RECORDACTIONEVENTRESPONSE']._serialized_end=5324
+  _globals['_LISTCHAINLINKSREQUEST']._serialized_start=5326
+  _globals['_LISTCHAINLINKSREQUEST']._serialized_end=5435
+  _globals['_LISTCHAINLINKSRESPONSE']._serialized_start=5437
+  _globals['_LISTCHAINLINKSRESPONSE']._serialized_end=5532
+  _globals['_TRACESERVICE']._serialized_start=6055
+  _globals['_TRACESERVICE']._serialized_end=7077
 # @@protoc_insertion_point(module_scope)

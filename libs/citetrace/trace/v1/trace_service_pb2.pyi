@@ -1,6 +1,7 @@
 import datetime
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as _citation_validator_service_pb2
+from citetrace.common.v1 import appointments_pb2 as _appointments_pb2
 from citetrace.common.v1 import common_pb2 as _common_pb2
 from citetrace.common.v1 import route_pb2 as _route_pb2
 from citetrace.generation.v1 import generation_service_pb2 as _generation_service_pb2
@@ -27,6 +28,16 @@ class VersionEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERSION_EVENT_KIND_UNSPECIFIED: _ClassVar[VersionEventKind]
     VERSION_EVENT_KIND_SUPERSEDED: _ClassVar[VersionEventKind]
     VERSION_EVENT_KIND_RETIRED: _ClassVar[VersionEventKind]
+
+class ActionEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACTION_EVENT_KIND_UNSPECIFIED: _ClassVar[ActionEventKind]
+    ACTION_EVENT_KIND_PROPOSED: _ClassVar[ActionEventKind]
+    ACTION_EVENT_KIND_CONFIRMED: _ClassVar[ActionEventKind]
+    ACTION_EVENT_KIND_REJECTED: _ClassVar[ActionEventKind]
+    ACTION_EVENT_KIND_EXPIRED: _ClassVar[ActionEventKind]
+    ACTION_EVENT_KIND_FAILED: _ClassVar[ActionEventKind]
+    ACTION_EVENT_KIND_SLOT_CONFIRMED: _ClassVar[ActionEventKind]
 REVIEW_DECISION_UNSPECIFIED: ReviewDecision
 REVIEW_DECISION_ACCEPTED: ReviewDecision
 REVIEW_DECISION_REJECTED: ReviewDecision
@@ -34,6 +45,13 @@ REVIEW_DECISION_NEEDS_CHANGE: ReviewDecision
 VERSION_EVENT_KIND_UNSPECIFIED: VersionEventKind
 VERSION_EVENT_KIND_SUPERSEDED: VersionEventKind
 VERSION_EVENT_KIND_RETIRED: VersionEventKind
+ACTION_EVENT_KIND_UNSPECIFIED: ActionEventKind
+ACTION_EVENT_KIND_PROPOSED: ActionEventKind
+ACTION_EVENT_KIND_CONFIRMED: ActionEventKind
+ACTION_EVENT_KIND_REJECTED: ActionEventKind
+ACTION_EVENT_KIND_EXPIRED: ActionEventKind
+ACTION_EVENT_KIND_FAILED: ActionEventKind
+ACTION_EVENT_KIND_SLOT_CONFIRMED: ActionEventKind
 
 class QueryText(_message.Message):
     __slots__ = ("raw", "normalized", "redacted")
@@ -184,14 +202,16 @@ class GetTraceRequest(_message.Message):
     def __init__(self, trace_id: _Optional[str] = ...) -> None: ...
 
 class GetTraceResponse(_message.Message):
-    __slots__ = ("record", "reviews", "redactions")
+    __slots__ = ("record", "reviews", "redactions", "links")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     REVIEWS_FIELD_NUMBER: _ClassVar[int]
     REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
     record: TraceRecord
     reviews: _containers.RepeatedCompositeFieldContainer[Review]
     redactions: _containers.RepeatedCompositeFieldContainer[RedactionEvent]
-    def __init__(self, record: _Optional[_Union[TraceRecord, _Mapping]] = ..., reviews: _Optional[_Iterable[_Union[Review, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[RedactionEvent, _Mapping]]] = ...) -> None: ...
+    links: _containers.RepeatedCompositeFieldContainer[ChainLink]
+    def __init__(self, record: _Optional[_Union[TraceRecord, _Mapping]] = ..., reviews: _Optional[_Iterable[_Union[Review, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[RedactionEvent, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[ChainLink, _Mapping]]] = ...) -> None: ...
 
 class ListTracesRequest(_message.Message):
     __slots__ = ("outcome", "failure_reason", "created_after", "created_before", "document_id", "version_id", "needs_review", "page_size", "page_token")
@@ -352,3 +372,83 @@ class ApplyRetentionResponse(_message.Message):
     REDACTED_FIELD_NUMBER: _ClassVar[int]
     redacted: int
     def __init__(self, redacted: _Optional[int] = ...) -> None: ...
+
+class ActionEvent(_message.Message):
+    __slots__ = ("event_id", "kind", "ask_trace_id", "proposal_id", "actor_ref", "occurred_at", "proposal", "appointment_before", "appointment_after", "slot", "source_service")
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ASK_TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_REF_FIELD_NUMBER: _ClassVar[int]
+    OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_FIELD_NUMBER: _ClassVar[int]
+    APPOINTMENT_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    APPOINTMENT_AFTER_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SERVICE_FIELD_NUMBER: _ClassVar[int]
+    event_id: str
+    kind: ActionEventKind
+    ask_trace_id: str
+    proposal_id: str
+    actor_ref: str
+    occurred_at: _timestamp_pb2.Timestamp
+    proposal: _appointments_pb2.Proposal
+    appointment_before: _appointments_pb2.Appointment
+    appointment_after: _appointments_pb2.Appointment
+    slot: _common_pb2.Slot
+    source_service: str
+    def __init__(self, event_id: _Optional[str] = ..., kind: _Optional[_Union[ActionEventKind, str]] = ..., ask_trace_id: _Optional[str] = ..., proposal_id: _Optional[str] = ..., actor_ref: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., proposal: _Optional[_Union[_appointments_pb2.Proposal, _Mapping]] = ..., appointment_before: _Optional[_Union[_appointments_pb2.Appointment, _Mapping]] = ..., appointment_after: _Optional[_Union[_appointments_pb2.Appointment, _Mapping]] = ..., slot: _Optional[_Union[_common_pb2.Slot, _Mapping]] = ..., source_service: _Optional[str] = ...) -> None: ...
+
+class ChainLink(_message.Message):
+    __slots__ = ("link_id", "kind", "sequence", "previous_hash", "link_hash", "created_at", "subject_trace_id", "action")
+    LINK_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_HASH_FIELD_NUMBER: _ClassVar[int]
+    LINK_HASH_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    link_id: str
+    kind: str
+    sequence: int
+    previous_hash: str
+    link_hash: str
+    created_at: _timestamp_pb2.Timestamp
+    subject_trace_id: str
+    action: ActionEvent
+    def __init__(self, link_id: _Optional[str] = ..., kind: _Optional[str] = ..., sequence: _Optional[int] = ..., previous_hash: _Optional[str] = ..., link_hash: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., subject_trace_id: _Optional[str] = ..., action: _Optional[_Union[ActionEvent, _Mapping]] = ...) -> None: ...
+
+class RecordActionEventRequest(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: ActionEvent
+    def __init__(self, event: _Optional[_Union[ActionEvent, _Mapping]] = ...) -> None: ...
+
+class RecordActionEventResponse(_message.Message):
+    __slots__ = ("link", "created")
+    LINK_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    link: ChainLink
+    created: bool
+    def __init__(self, link: _Optional[_Union[ChainLink, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class ListChainLinksRequest(_message.Message):
+    __slots__ = ("subject_trace_id", "proposal_id", "page_size", "page_token")
+    SUBJECT_TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    subject_trace_id: str
+    proposal_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, subject_trace_id: _Optional[str] = ..., proposal_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListChainLinksResponse(_message.Message):
+    __slots__ = ("links", "next_page_token")
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    links: _containers.RepeatedCompositeFieldContainer[ChainLink]
+    next_page_token: str
+    def __init__(self, links: _Optional[_Iterable[_Union[ChainLink, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -76,6 +76,16 @@ class TraceServiceStub:
                 request_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionRequest.SerializeToString,
                 response_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionResponse.FromString,
                 _registered_method=True)
+        self.RecordActionEvent = channel.unary_unary(
+                '/citetrace.trace.v1.TraceService/RecordActionEvent',
+                request_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.RecordActionEventRequest.SerializeToString,
+                response_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.RecordActionEventResponse.FromString,
+                _registered_method=True)
+        self.ListChainLinks = channel.unary_unary(
+                '/citetrace.trace.v1.TraceService/ListChainLinks',
+                request_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ListChainLinksRequest.SerializeToString,
+                response_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ListChainLinksResponse.FromString,
+                _registered_method=True)
 
 
 class TraceServiceServicer:
@@ -135,6 +145,22 @@ class TraceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecordActionEvent(self, request, context):
+        """A workflow action (a proposal made, confirmed, rejected, failed or expired; a slot booked)
+        appended as a link of the tenant's hash chain, linked to the Ask that produced it.
+        Idempotent by event_id (an identical repeat is not appended again).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListChainLinks(self, request, context):
+        """The chain links of the caller's tenant, e.g. every action of one proposal or of one Ask.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TraceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -177,6 +203,16 @@ def add_TraceServiceServicer_to_server(servicer, server):
                     servicer.ApplyRetention,
                     request_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionRequest.FromString,
                     response_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionResponse.SerializeToString,
+            ),
+            'RecordActionEvent': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordActionEvent,
+                    request_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.RecordActionEventRequest.FromString,
+                    response_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.RecordActionEventResponse.SerializeToString,
+            ),
+            'ListChainLinks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChainLinks,
+                    request_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ListChainLinksRequest.FromString,
+                    response_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ListChainLinksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -397,6 +433,60 @@ class TraceService:
             '/citetrace.trace.v1.TraceService/ApplyRetention',
             citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionRequest.SerializeToString,
             citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordActionEvent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.trace.v1.TraceService/RecordActionEvent',
+            citetrace_dot_trace_dot_v1_dot_trace__service__pb2.RecordActionEventRequest.SerializeToString,
+            citetrace_dot_trace_dot_v1_dot_trace__service__pb2.RecordActionEventResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChainLinks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.trace.v1.TraceService/ListChainLinks',
+            citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ListChainLinksRequest.SerializeToString,
+            citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ListChainLinksResponse.FromString,
             options,
             channel_credentials,
             insecure,
