@@ -101,9 +101,10 @@ def run(args, database_url: str | None) -> None:
 
 def outbox_drain(auth, target: str, tmp: Path, n: int) -> None:
     """Records submitted while the service is 'down' wait in the outbox; then one flush drains them."""
-    from citetrace.outbox import TraceOutbox, grpc_deliverer
+    from citetrace.kit.trace_client import TraceClient
+    from citetrace.outbox import TraceOutbox, trace_deliverer
 
-    deliver = grpc_deliverer(target, auth, timeout=10)
+    deliver = trace_deliverer(TraceClient(target, auth, caller="orchestrator", timeout=10))
     down = [True]
 
     def gated(record):

@@ -5,20 +5,19 @@ trace ID, or with --json the response in protobuf's JSON mapping."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
 
 import grpc
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.kit.auth import bearer_metadata
-from citetrace.kit.clients import error_info
+from citetrace.kit.timestamps import from_timestamp, to_timestamp
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from apps.cli.common import add_caller, add_data_dir, caller_token, fail, target
+from apps.cli.common import add_caller, add_data_dir, caller_token, rpc_failure, target, time_arg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,15 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _as_of(value: str | None) -> Timestamp | None:
     if not value:
         return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        fail(f"--as-of {value!r} is not ISO 8601 (e.g. 2026-12-01T09:00:00-05:00)")
-    if parsed.tzinfo is None:
-        fail(f"--as-of {value!r} needs a UTC offset (e.g. 2026-12-01T09:00:00Z)")
-    stamp = Timestamp()
-    stamp.FromDatetime(parsed.astimezone(dt.UTC).replace(tzinfo=None))
-    return stamp
+    return to_timestamp(time_arg(value, "--as-of"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,9 +52,7 @@ def run(args: argparse.Namespace) -> int:
             response = pb_grpc.OrchestratorServiceStub(channel).Ask(
                 request, timeout=args.timeout, metadata=bearer_metadata(token))
         except grpc.RpcError as err:
-            info = error_info(err)
-            reason = f" {info.reason}" if info is not None else ""
-            print(f"citetrace: ask failed: {err.code().name}{reason}: {err.details()}", file=sys.stderr)
+            print(f"citetrace: ask failed: {rpc_failure(err, 'orchestrator')}", file=sys.stderr)
             return 1
     if args.json:
         print(json_format.MessageToJson(response, indent=2))
@@ -105,7 +94,7 @@ def render(response: pb.AskResponse) -> str:
             reasons = sorted({_name(c_pb.FailureReason, r, "FAILURE_REASON_") for w in part.withheld for r in w.reasons})
             lines.append(f"  ({len(part.withheld)} claim(s) withheld: {', '.join(reasons) or 'not supported'})")
         if part.slots:
-            lines.append(f"  {len(part.slots)} slot(s), as of {part.slots_as_of.ToDatetime():%Y-%m-%d %H:%M:%S} UTC")
+            lines.append(f"  {len(part.slots)} slot(s), as of {from_timestamp(part.slots_as_of):%Y-%m-%d %H:%M:%S} UTC")
         if part.clarification_question and part.clarification_question != part.answer_text:
             lines.append(f"  ? {part.clarification_question}")
         if part.policy_link:

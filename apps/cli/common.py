@@ -4,15 +4,19 @@ state file, and authenticated stubs to the local stack."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import secrets
 import sys
 from pathlib import Path
 
+import grpc
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, mint_token
+from citetrace.kit.clients import domain_error
 from citetrace.kit.settings import load_settings
 from citetrace.kit.stack import BY_NAME
+from citetrace.kit.timestamps import NoOffset, parse_iso
 
 DEFAULT_DATA_DIR = Path(".citetrace")
 SECRET_FILE = "dev-secret"
@@ -97,6 +101,22 @@ def target(data_dir: Path, service: str) -> str:
 
 def split_list(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def rpc_failure(err: grpc.RpcError, service: str) -> str:
+    """A failed call as the CLI prints it: `CODE [REASON]: message` (kit.clients.domain_error)."""
+    error = domain_error(err, service)
+    return f"{error.code.value} [{error.reason}]: {error.message}"
+
+
+def time_arg(value: str, flag: str, *, naive_is_utc: bool = False) -> dt.datetime:
+    """A time given on the command line (ISO 8601; an offset is required unless `naive_is_utc`)."""
+    try:
+        return parse_iso(value, naive_is_utc=naive_is_utc)
+    except NoOffset:
+        fail(f"{flag} {value!r} has no UTC offset (add Z or e.g. -05:00)")
+    except ValueError:
+        fail(f"{flag} {value!r} is not ISO 8601 (e.g. 2026-12-01T09:00:00-05:00)")
 
 
 def fail(message: str, code: int = 2) -> None:

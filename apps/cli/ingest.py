@@ -21,16 +21,16 @@ from pathlib import Path
 import grpc
 import yaml
 from citetrace.common.v1 import common_pb2
-from citetrace.kit.auth import bearer_metadata
-from citetrace.kit.clients import error_info
+from citetrace.kit.clients import invoke
+from citetrace.kit.errors import DomainError, Unauthenticated, Unavailable
+from citetrace.kit.timestamps import NoOffset, parse_iso, to_timestamp
+from citetrace.vocab import VERSION_STATUS, VERSION_STATUSES
 
 from apps.cli.common import add_data_dir, dev_token, target
 
 REQUIRED = ("tenant", "document_id", "source_class", "title", "valid_from", "roles", "intents", "locale")
 OPTIONAL = ("status", "valid_to", "location_scope", "source_uri")
 LISTS = ("roles", "intents", "location_scope")
-STATUSES = {"draft": common_pb2.VERSION_STATUS_DRAFT, "approved": common_pb2.VERSION_STATUS_APPROVED,
-            "retired": common_pb2.VERSION_STATUS_RETIRED}
 # Which front-matter key a server-side rejection is about.
 REASON_KEYS = {
     "MISSING_TENANT_ID": "tenant", "TENANT_MISMATCH": "tenant", "UNKNOWN_TENANT": "tenant",
@@ -68,21 +68,12 @@ class SourceFile:
 
     def request(self):
         from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
-        from google.protobuf import timestamp_pb2
-
-        def ts(value: dt.datetime | None):
-            if value is None:
-                return None
-            out = timestamp_pb2.Timestamp()
-            out.FromDatetime(value)
-            return out
-
         return pb.IngestDocumentRequest(
             document=common_pb2.Document(tenant_id=self.tenant, document_id=self.document_id,
                                          source_class=self.source_class, title=self.title,
                                          source_uri=self.source_uri),
-            text=self.body, status=STATUSES[self.status], valid_from=ts(self.valid_from),
-            valid_to=ts(self.valid_to), roles=self.roles, location_scope=self.location_scope,
+            text=self.body, status=VERSION_STATUS.number(self.status), valid_from=to_timestamp(self.valid_from),
+            valid_to=to_timestamp(self.valid_to), roles=self.roles, location_scope=self.location_scope,
             intents=self.intents, locale=self.locale)
 
 
@@ -113,10 +104,11 @@ def _timestamp(key: str, value) -> dt.datetime:
         return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
     if isinstance(value, str):
         try:
-            parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            return parse_iso(value, naive_is_utc=False)
+        except NoOffset as exc:
+            raise FrontMatterError(key, f"{value.strip()} has no UTC offset (write e.g. +00:00 or Z)") from exc
         except ValueError as exc:
             raise FrontMatterError(key, f"{value!r} is not an ISO 8601 timestamp") from exc
-        return _timestamp(key, parsed)
     raise FrontMatterError(key, f"expected a timestamp, got {type(value).__name__}")
 
 
@@ -157,8 +149,8 @@ def parse_file(path: Path) -> SourceFile:
         raise FrontMatterError("roles", "must name at least one audience role")
     intents = _string_list("intents", meta["intents"])
     status = _string("status", meta.get("status", "approved")).lower()
-    if status not in STATUSES:
-        raise FrontMatterError("status", f"{status!r} is not one of {', '.join(STATUSES)}")
+    if status not in VERSION_STATUSES:
+        raise FrontMatterError("status", f"{status!r} is not one of {', '.join(VERSION_STATUSES)}")
     valid_from = _timestamp("valid_from", meta["valid_from"])
     valid_to = _timestamp("valid_to", meta["valid_to"]) if meta.get("valid_to") is not None else None
     if valid_to is not None and valid_to <= valid_from:
@@ -229,19 +221,16 @@ def run(args: argparse.Namespace) -> int:
                 tokens[source.tenant] = dev_token(args.data_dir, source.tenant, ["policy_admin"],
                                                   subject="cli-ingest")
             try:
-                reply = stub.IngestDocument(source.request(), timeout=args.timeout,
-                                            metadata=bearer_metadata(tokens[source.tenant]))
-            except grpc.RpcError as err:
-                if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED):
-                    # Not about this file: the service is unreachable or rejects our key. Stop.
-                    print(f"citetrace ingest: retrieval service at {address}: {err.code().name}: {err.details()} "
-                          "(is the stack up? `citetrace up`; same data dir?)", file=sys.stderr)
-                    return 2
+                reply = invoke(stub.IngestDocument, source.request(), "retrieval", timeout=args.timeout,
+                               token=tokens[source.tenant])
+            except (Unavailable, Unauthenticated) as err:
+                # Not about this file: the service is unreachable or rejects our key. Stop.
+                print(f"citetrace ingest: retrieval service at {address}: {err.code.value}: {err.message} "
+                      "(is the stack up? `citetrace up`; same data dir?)", file=sys.stderr)
+                return 2
+            except DomainError as err:
                 failures += 1
-                info = error_info(err)
-                reason = info.reason if info else err.code().name
-                key = REASON_KEYS.get(reason, "request")
-                print(f"{path}: FAILED {key}: {reason}: {err.details()}")
+                print(f"{path}: FAILED {REASON_KEYS.get(err.reason, 'request')}: {err.reason}: {err.message}")
                 continue
             state = "created" if reply.created else "unchanged"
             extra = f" superseded={','.join(v[:12] for v in reply.superseded_version_ids)}" \

@@ -28,13 +28,12 @@ import time
 
 import grpc
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, bearer_metadata, mint_token
-from citetrace.kit.clients import error_info
 from citetrace.kit.settings import load_settings
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
-from apps.cli.common import dev_secret, target
+from apps.cli.common import dev_secret, rpc_failure, target
 from apps.cli.trace import add_auth, parse_time, rpc, token_of, trace_stub
 
 REPLAY_SUBJECT = "replay:"
@@ -94,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
     if not ids:
         request = pb.ListTracesRequest(page_size=min(500, args.limit or 500))
         if args.since:
-            request.created_after.CopyFrom(parse_time(args.since))
+            request.created_after.CopyFrom(parse_time(args.since, "--since"))
         if args.until:
-            request.created_before.CopyFrom(parse_time(args.until))
+            request.created_before.CopyFrom(parse_time(args.until, "--until"))
         while True:
             page = rpc(traces.ListTraces, request, token)
             ids += [t.trace_id for t in page.traces]
@@ -120,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
             answer = orchestrator.Ask(request, timeout=args.timeout,
                                       metadata=bearer_metadata(ask_token(signing, token, old)))
         except grpc.RpcError as err:
-            info = error_info(err)
-            raise RuntimeError(f"Ask failed: {err.code().name}{' ' + info.reason if info else ''}: "
-                               f"{err.details()}") from err
+            raise RuntimeError(f"Ask failed: {rpc_failure(err, 'orchestrator')}") from err
         if answer.trace_id:
             # The orchestrator delivers the record from its durable outbox in the background
             # (trace_delivered False): give it a few seconds before falling back to the answer.

@@ -14,7 +14,9 @@ import datetime as dt
 import json
 import sys
 
-from apps.cli.common import add_data_dir, dev_token, fail, split_list, target
+from citetrace.kit.timestamps import from_timestamp, to_timestamp
+
+from apps.cli.common import add_data_dir, dev_token, fail, split_list, target, time_arg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -102,24 +104,14 @@ def _stub(args):
 
 def _call(method, request, token):
     import grpc
-    from citetrace.kit.clients import call, error_info
+    from citetrace.kit.clients import call
+
+    from apps.cli.common import rpc_failure
 
     try:
         return call(method, request, timeout=10, token=token)
     except grpc.RpcError as err:
-        info = error_info(err)
-        reason = f" [{info.reason}]" if info else ""
-        fail(f"{err.code().name}{reason}: {err.details()}")
-
-
-def _parse_time(value: str, flag: str) -> dt.datetime:
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        fail(f"{flag} {value!r} is not ISO 8601 (e.g. 2026-12-01T09:00:00-05:00)")
-    if parsed.tzinfo is None:
-        fail(f"{flag} {value!r} has no UTC offset (add Z or e.g. -05:00)")
-    return parsed
+        fail(rpc_failure(err, "scheduler_gateway"))
 
 
 def _locations(args, token) -> list:
@@ -167,13 +159,13 @@ def run_find(args: argparse.Namespace) -> int:
             except ValueError:
                 fail(f"--day {args.day!r}: expected today, tomorrow or YYYY-MM-DD")
         start, end = day_bounds_utc(day, zone_name)
-        request.start_time.FromDatetime(start)
-        request.end_time.FromDatetime(end)
+        request.start_time.CopyFrom(to_timestamp(start))
+        request.end_time.CopyFrom(to_timestamp(end))
     else:
         if args.start:
-            request.start_time.FromDatetime(_parse_time(args.start, "--from"))
+            request.start_time.CopyFrom(to_timestamp(time_arg(args.start, "--from")))
         if args.end:
-            request.end_time.FromDatetime(_parse_time(args.end, "--to"))
+            request.end_time.CopyFrom(to_timestamp(time_arg(args.end, "--to")))
     stub = _stub(args)
     shown = 0
     while True:
@@ -184,7 +176,7 @@ def run_find(args: argparse.Namespace) -> int:
         if not (args.all and reply.next_page_token):
             break
         request.page_token = reply.next_page_token
-    as_of = reply.as_of.ToDatetime(tzinfo=dt.UTC).isoformat()
+    as_of = from_timestamp(reply.as_of).isoformat()
     if not args.json:
         print(f"{shown} free slot(s) as of {as_of}")
         if reply.next_page_token:
@@ -195,8 +187,8 @@ def run_find(args: argparse.Namespace) -> int:
 def _print_slot(slot, as_json: bool) -> None:
     from zoneinfo import ZoneInfo
 
-    start = slot.start_time.ToDatetime(tzinfo=dt.UTC)
-    end = slot.end_time.ToDatetime(tzinfo=dt.UTC)
+    start = from_timestamp(slot.start_time)
+    end = from_timestamp(slot.end_time)
     local = start.astimezone(ZoneInfo(slot.time_zone)) if slot.time_zone else start
     if as_json:
         print(json.dumps({
@@ -205,7 +197,7 @@ def _print_slot(slot, as_json: bool) -> None:
             "provider_name": slot.provider_name, "specialty": slot.specialty,
             "appointment_type": slot.appointment_type, "start_time": start.isoformat(),
             "end_time": end.isoformat(), "local_start": local.isoformat(),
-            "as_of": slot.as_of.ToDatetime(tzinfo=dt.UTC).isoformat(),
+            "as_of": from_timestamp(slot.as_of).isoformat(),
         }))
         return
     minutes = int((end - start).total_seconds() // 60)

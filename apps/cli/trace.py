@@ -8,7 +8,6 @@ Reading query text needs reviewer or auditor; passage text needs a role that may
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import sys
@@ -18,12 +17,12 @@ from pathlib import Path
 import grpc
 from citetrace.common.v1 import appointments_pb2, common_pb2, route_pb2
 from citetrace.kit.auth import bearer_metadata
-from citetrace.kit.clients import error_info
+from citetrace.kit.timestamps import from_timestamp, iso_z, to_timestamp, utc_now
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 from google.protobuf import json_format, timestamp_pb2
 
-from apps.cli.common import add_data_dir, dev_token, fail, split_list, target
+from apps.cli.common import add_data_dir, dev_token, fail, rpc_failure, split_list, target, time_arg
 
 RECEIPT_VERSION = "citetrace.receipt.v1"
 
@@ -52,7 +51,8 @@ def trace_stub(args: argparse.Namespace) -> pb_grpc.TraceServiceStub:
 
 
 def rpc(method, request, token: str, timeout: float = 30.0, not_found_patience: float = 0.0):
-    """`not_found_patience`: seconds during which NOT_FOUND is retried (a record just answered may
+    """Calls a trace service method; a failure ends the command with its code and reason.
+    `not_found_patience`: seconds during which NOT_FOUND is retried (a record just answered may
     still be in the orchestrator's outbox, delivered in the background within milliseconds)."""
     patience = time.monotonic() + not_found_patience
     while True:
@@ -62,13 +62,7 @@ def rpc(method, request, token: str, timeout: float = 30.0, not_found_patience: 
             if err.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() < patience:
                 time.sleep(0.1)
                 continue
-            _fail_rpc(err)
-
-
-def _fail_rpc(err: grpc.RpcError):
-    info = error_info(err)
-    reason = f" [{info.reason}]" if info is not None else ""
-    fail(f"{err.code().name}{reason}: {err.details()}", code=1)
+            fail(rpc_failure(err, "trace"), code=1)
 
 
 def enum_name(enum, value: int, prefix: str) -> str:
@@ -85,19 +79,12 @@ def outcome_name(value: int) -> str:
 def when(ts: timestamp_pb2.Timestamp) -> str:
     if not ts.seconds and not ts.nanos:
         return "-"
-    return ts.ToDatetime(dt.UTC).isoformat().replace("+00:00", "Z")
+    return iso_z(from_timestamp(ts))
 
 
-def parse_time(value: str) -> timestamp_pb2.Timestamp:
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        fail(f"not an ISO 8601 time: {value!r}")
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    out = timestamp_pb2.Timestamp()
-    out.FromDatetime(parsed.astimezone(dt.UTC))
-    return out
+def parse_time(value: str, flag: str = "time") -> timestamp_pb2.Timestamp:
+    """A --since/--until style argument (without an offset it is UTC)."""
+    return to_timestamp(time_arg(value, flag, naive_is_utc=True))
 
 
 def to_dict(message) -> dict:
@@ -344,8 +331,7 @@ def check_retrievable(retrieval_target: str, token: str, passage_ids: list[str])
             if err.code() == grpc.StatusCode.NOT_FOUND:
                 results[pid] = {"retrievable": False, "reason": "NOT_FOUND", "status": ""}
                 continue
-            info = error_info(err)
-            return results, f"{err.code().name} {info.reason if info else ''}: {err.details()}".strip()
+            return results, rpc_failure(err, "retrieval")
         status = {v.version_id: v.status for v in reply.versions}
         passage = reply.passages[0] if reply.passages else None
         if passage is None:
@@ -391,7 +377,7 @@ def build_receipt(reply: pb.GetTraceResponse, availability: dict[str, dict], ava
                                     "version_id": entry.get("version_id", ""), "reason": state["reason"]})
     return {
         "receipt_version": RECEIPT_VERSION,
-        "exported_at": dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z"),
+        "exported_at": iso_z(utc_now()),
         "trace_id": rec.trace_id,
         "tenant_id": rec.tenant_id,
         "chain": {"sequence": str(rec.sequence), "previous_hash": rec.previous_hash,
@@ -446,9 +432,9 @@ def run_list(args: argparse.Namespace) -> int:
         except ValueError:
             fail(f"unknown failure reason {args.reason!r}")
     if args.since:
-        request.created_after.CopyFrom(parse_time(args.since))
+        request.created_after.CopyFrom(parse_time(args.since, "--since"))
     if args.until:
-        request.created_before.CopyFrom(parse_time(args.until))
+        request.created_before.CopyFrom(parse_time(args.until, "--until"))
     stub, token = trace_stub(args), token_of(args)
     found: list[pb.TraceSummary] = []
     while True:
@@ -506,7 +492,8 @@ def run_version_event(args: argparse.Namespace) -> int:
 
 
 def run_outbox(args: argparse.Namespace) -> int:
-    from citetrace.outbox import TraceOutbox, grpc_deliverer
+    from citetrace.kit.trace_client import TraceClient
+    from citetrace.outbox import TraceOutbox, trace_deliverer
 
     from apps.cli.common import auth_settings
 
@@ -517,8 +504,8 @@ def run_outbox(args: argparse.Namespace) -> int:
     def not_now(_record) -> None:
         raise RuntimeError("inspection only")
 
-    deliver = grpc_deliverer(args.target or target(args.data_dir, "trace"), auth_settings(args.data_dir)) \
-        if args.flush else not_now
+    deliver = trace_deliverer(TraceClient(args.target or target(args.data_dir, "trace"), auth_settings(args.data_dir),
+                                          caller="orchestrator")) if args.flush else not_now
     outbox = TraceOutbox(path, deliver)
     try:
         if args.requeue_dead:

@@ -7,8 +7,9 @@ import hashlib
 import urllib.parse
 
 
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def sha256_hex(data: str | bytes) -> str:
+    """Hex SHA-256 of bytes, or of a text's UTF-8 encoding."""
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
 def version_id_of(normalized_text: str) -> str:

@@ -27,21 +27,23 @@
 * Nothing is lost across process restarts: a new TraceOutbox on the same file continues where the
   old one stopped. One process at a time should own an outbox file.
 
-The core has no grpc; `grpc_deliverer()` builds the delivery function for the real trace service.
+The background deliverer is the kit's outbox relay (kit.relay.Relay); `trace_deliverer()` builds the
+delivery function for the real trace service from the kit's TraceClient. No grpc here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from citetrace.kit.errors import DomainError
 from citetrace.kit.metrics import TRACE_OUTBOX_PENDING
+from citetrace.kit.relay import Relay, backoff_seconds
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 
 log = logging.getLogger("citetrace.outbox")
@@ -98,9 +100,7 @@ class TraceOutbox:
         self._db.executescript(_SCHEMA)
         # tenant -> (monotonic time before which not to retry, consecutive failures)
         self._backoff: dict[str, tuple[float, int]] = {}
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._relay = Relay("trace-outbox", self._background_pass, poll_seconds=poll_interval)
         self._update_gauge()
 
     # -- the orchestrator's side ------------------------------------------------------------------
@@ -135,7 +135,7 @@ class TraceOutbox:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (record.tenant_id, record.trace_id, blob, time.time(), attempts, error[:2000], state))
         self._update_gauge()
-        self._wake.set()
+        self._relay.wake()
 
     # -- inspection -----------------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ class TraceOutbox:
         with self._db_lock:
             moved = self._db.execute("UPDATE outbox SET state = 'pending' WHERE state = 'dead'").rowcount
         self._update_gauge()
-        self._wake.set()
+        self._relay.wake()
         return int(moved)
 
     def _update_gauge(self) -> None:
@@ -170,8 +170,7 @@ class TraceOutbox:
     def _note_failure(self, tenant_id: str) -> None:
         _, failures = self._backoff.get(tenant_id, (0.0, 0))
         failures += 1
-        delay = min(self._max_backoff, self._min_backoff * (2 ** (failures - 1)))
-        delay *= random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not cryptography
+        delay = backoff_seconds(failures, self._min_backoff, self._max_backoff, jitter=0.2)
         self._backoff[tenant_id] = (time.monotonic() + delay, failures)
 
     def _next_row(self, tenant_id: str):
@@ -193,7 +192,7 @@ class TraceOutbox:
                     continue
                 taken = 0
                 # A bounded turn per tenant (unless flushing): one busy tenant does not starve the others.
-                while (not self._stop.is_set() and taken < self._turn) or force:
+                while (not self._relay.stopping and taken < self._turn) or force:
                     taken += 1
                     row = self._next_row(tenant)
                     if row is None:
@@ -234,35 +233,24 @@ class TraceOutbox:
         while time.monotonic() < deadline:
             if self.pending_count() == 0:
                 return True
-            self._wake.set()
+            self._relay.wake()
             time.sleep(0.05)
         return self.pending_count() == 0
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()  # before the pass: a record enqueued during it wakes the next one
-            try:
-                if self._drain(force=False):
-                    continue  # more may be waiting (bounded turns): no sleep between busy passes
-            except Exception:  # noqa: BLE001 - the deliverer must survive anything
-                log.exception("outbox delivery pass failed")
-            now = time.monotonic()
-            dues = [due for due, _ in self._backoff.values() if due > now]
-            wait = min([self._poll_interval] + [due - now for due in dues])
-            self._wake.wait(max(wait, 0.01))
+    def _background_pass(self) -> float:
+        """One relay pass; the wait before the next: none while records were delivered (more may be
+        waiting behind bounded turns), else the poll interval or the earliest backoff expiry."""
+        if self._drain(force=False):
+            return 0.0
+        now = time.monotonic()
+        dues = [due - now for due, _ in self._backoff.values() if due > now]
+        return max(min([self._poll_interval, *dues]), 0.01)
 
     def start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="trace-outbox", daemon=True)
-            self._thread.start()
+        self._relay.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self._relay.stop(timeout)
 
     def close(self) -> None:
         self.stop()
@@ -270,32 +258,22 @@ class TraceOutbox:
             self._db.close()
 
 
-# gRPC status codes (by name) after which a retry cannot succeed.
+# Rejections by the trace service after which a retry cannot succeed.
 PERMANENT_CODES = frozenset({"INVALID_ARGUMENT", "ALREADY_EXISTS", "PERMISSION_DENIED", "FAILED_PRECONDITION"})
 
 
-def grpc_deliverer(target: str, auth_settings, *, service_name: str = "orchestrator",
-                   timeout: float = 5.0) -> Deliver:
-    """The delivery function for the real trace service: RecordTrace with a short-lived service
-    token of the record's tenant. Raises PermanentDeliveryError for errors a retry cannot fix."""
-    import grpc
-
-    from citetrace.kit.auth import service_token
-    from citetrace.kit.clients import call, error_info, stub
-    from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
-
-    trace_stub = stub(trace_grpc.TraceServiceStub, target)
+def trace_deliverer(client) -> Deliver:
+    """The delivery function for the real trace service (a kit.trace_client.TraceClient, which signs
+    each RecordTrace with a service token of the record's tenant). A rejection by the trace service
+    that a retry cannot fix raises PermanentDeliveryError; anything else (unreachable, or no key to
+    sign with yet) stays a retryable failure."""
 
     def deliver(record: trace_pb.TraceRecord) -> None:
-        token = service_token(auth_settings, record.tenant_id, service_name)
         try:
-            call(trace_stub.RecordTrace, trace_pb.RecordTraceRequest(record=record), timeout=timeout, token=token)
-        except grpc.RpcError as err:
-            code = err.code().name if err.code() is not None else "UNKNOWN"
-            if code in PERMANENT_CODES:
-                info = error_info(err)
-                reason = info.reason if info is not None else code
-                raise PermanentDeliveryError(f"{code} {reason}: {err.details()}") from err
+            client.record_trace(record)
+        except DomainError as err:
+            if err.code.value in PERMANENT_CODES and err.metadata.get("service") == "trace":
+                raise PermanentDeliveryError(f"{err.code.value} {err.reason}: {err.message}") from err
             raise
 
     return deliver

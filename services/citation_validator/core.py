@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from citetrace import claimtext
 from citetrace.identity import passage_id_of, pinned_link, sha256_hex
 from citetrace.kit.metrics import record_citation_failure
 from citetrace.kit.telemetry import stage
+from citetrace.kit.timestamps import utc_now
+from citetrace.vocab import APPROVED
 
 from services.citation_validator import support as support_mod
 from services.citation_validator.policy import SourcePolicy
@@ -77,7 +79,7 @@ class StoredPassage:
     source_anchor: str
     source_class: str
     text: str
-    status: str  # APPROVED | DRAFT | RETIRED
+    status: str  # citetrace.vocab.VERSION_STATUSES ("" when unknown)
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     superseded_by: str = ""
@@ -181,7 +183,7 @@ class Validator:
     def validate(
         self, tenant_id: str, claims: list[ClaimIn], offered: list[OfferedPassage], as_of: datetime | None
     ) -> ValidationResult:
-        as_of = as_of or datetime.now(UTC)
+        as_of = as_of or utc_now()
         with stage("citation_validator", "validator.validate", claims=len(claims), offered=len(offered)) as span:
             result = self._validate(tenant_id, claims, offered, as_of)
             span.set_attribute("citetrace.passed", result.passed)
@@ -313,7 +315,7 @@ class Validator:
             findings.append(Finding(SPAN_DIGEST_MISMATCH, label, pid,
                                     f"sha256 of the reloaded span is {reloaded_digest[:12]}…; offered digest "
                                     f"{item.content_sha256[:12]}…, offered text {sha256_hex(item.text)[:12]}…"))
-        if stored.status != "APPROVED":
+        if stored.status != APPROVED:
             findings.append(Finding(STALE_VERSION, label, pid,
                                     f"version {stored.version_id[:12]}… is {stored.status.lower() or 'of unknown status'}"
                                     + (f", superseded by {stored.superseded_by[:12]}…" if stored.superseded_by else "")))

@@ -6,15 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import yaml
-
-CLAIM_TYPES = (
-    "ARRIVAL_RULE", "PREPARATION_RULE", "CANCELLATION_TERM", "RESCHEDULING_TERM",
-    "PROVIDER_DESCRIPTION", "SCHEDULING_RULE", "GENERAL_POLICY", "NON_FACTUAL",
-)
-SOURCE_CLASSES = (
-    "scheduling_policy", "preparation_instructions", "cancellation_policy", "provider_profile", "handbook",
-    "regulatory",
-)
+from citetrace.vocab import CLAIM_TYPES, SOURCE_CLASSES
 
 
 class SourcePolicyError(ValueError):

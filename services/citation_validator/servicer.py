@@ -4,7 +4,6 @@ the support decision in support.py, the reload adapter in store.py)."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as pb
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as pb_grpc
@@ -12,6 +11,7 @@ from citetrace.common.v1 import common_pb2
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument
 from citetrace.kit.server import ServiceSpec
+from citetrace.kit.timestamps import field_time
 
 from services.citation_validator.core import ClaimIn, OfferedPassage, ValidationResult, Validator
 from services.citation_validator.policy import SourcePolicy
@@ -58,7 +58,7 @@ def to_domain(request: pb.ValidateRequest, max_claims: int, max_offered: int):
             content_sha256=ident.content_sha256, source_anchor=ident.source_anchor,
             source_class=ident.source_class, text=item.passage.text,
         ))
-    as_of = request.as_of.ToDatetime(tzinfo=UTC) if request.HasField("as_of") else None
+    as_of = field_time(request, "as_of")
     return claims, offered, as_of
 
 

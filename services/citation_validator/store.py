@@ -4,22 +4,18 @@ store of record applies the caller's tenant and role scope) and a bounded deadli
 from __future__ import annotations
 
 import time
-from datetime import UTC
 
-import grpc
 from citetrace.common.v1 import common_pb2
-from citetrace.kit.clients import call, error_info, stub
+from citetrace.kit.clients import invoke, stub
+from citetrace.kit.errors import DataLoss, DeadlineExceeded, DomainError, NotFound, PermissionDenied
+from citetrace.kit.timestamps import field_time
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+from citetrace.vocab import VERSION_STATUS
 
 from services.citation_validator.core import Loaded, StoredPassage, StoreUnavailable
 
 BATCH = 20
-_STATUS = {
-    common_pb2.VERSION_STATUS_APPROVED: "APPROVED",
-    common_pb2.VERSION_STATUS_DRAFT: "DRAFT",
-    common_pb2.VERSION_STATUS_RETIRED: "RETIRED",
-}
 
 
 def stored_from_proto(passage: common_pb2.Passage, version: common_pb2.DocumentVersion | None) -> StoredPassage:
@@ -27,11 +23,8 @@ def stored_from_proto(passage: common_pb2.Passage, version: common_pb2.DocumentV
     valid_from = valid_to = None
     status, superseded, source_class, title = "", "", ident.source_class, passage.title
     if version is not None:
-        status = _STATUS.get(version.status, "")
-        if version.HasField("valid_from"):
-            valid_from = version.valid_from.ToDatetime(tzinfo=UTC)
-        if version.HasField("valid_to"):
-            valid_to = version.valid_to.ToDatetime(tzinfo=UTC)
+        status = VERSION_STATUS.name_or(version.status, "")
+        valid_from, valid_to = field_time(version, "valid_from"), field_time(version, "valid_to")
         superseded = version.superseded_by_version_id
         source_class = version.document.source_class or source_class
         title = title or version.document.title
@@ -67,27 +60,26 @@ class RetrievalPassageStore:
             if left <= 0:
                 raise StoreUnavailable(f"retrieval at {self.target} did not answer in time")
             try:
-                reply = call(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), timeout=left)
-            except grpc.RpcError as err:
-                code = err.code()
-                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.DATA_LOSS):
-                    # DATA_LOSS: the store's text no longer matches its digest; it names the passage.
-                    bucket = corrupt if code == grpc.StatusCode.DATA_LOSS else not_found
-                    info = error_info(err)
-                    missing = info.metadata.get("passage_id") if info is not None else None
-                    if missing in remaining:
-                        bucket.add(missing)
-                        remaining.remove(missing)
-                        continue
-                    if len(remaining) == 1:
-                        bucket.add(remaining.pop())
-                        continue
-                    for pid in list(remaining):  # which one? ask one by one
-                        self._load_batch([pid], deadline, found, not_found, corrupt)
-                    return
-                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    raise StoreUnavailable(f"retrieval at {self.target} did not answer in time") from err
-                raise StoreUnavailable(f"retrieval at {self.target}: {code.name}") from err
+                reply = invoke(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), "retrieval",
+                               timeout=left)
+            except (NotFound, PermissionDenied, DataLoss) as err:
+                # DATA_LOSS: the store's text no longer matches its digest; it names the passage.
+                bucket = corrupt if isinstance(err, DataLoss) else not_found
+                missing = err.metadata.get("passage_id")
+                if missing in remaining:
+                    bucket.add(missing)
+                    remaining.remove(missing)
+                    continue
+                if len(remaining) == 1:
+                    bucket.add(remaining.pop())
+                    continue
+                for pid in list(remaining):  # which one? ask one by one
+                    self._load_batch([pid], deadline, found, not_found, corrupt)
+                return
+            except DeadlineExceeded as err:
+                raise StoreUnavailable(f"retrieval at {self.target} did not answer in time") from err
+            except DomainError as err:
+                raise StoreUnavailable(f"retrieval at {self.target}: {err.code.value}") from err
             versions = {v.version_id: v for v in reply.versions}
             for passage in reply.passages:
                 found[passage.identity.passage_id] = stored_from_proto(

@@ -7,11 +7,7 @@ import dataclasses
 from typing import Protocol
 
 from citetrace import claimtext
-
-CLAIM_TYPES = (
-    "ARRIVAL_RULE", "PREPARATION_RULE", "CANCELLATION_TERM", "RESCHEDULING_TERM",
-    "PROVIDER_DESCRIPTION", "SCHEDULING_RULE", "GENERAL_POLICY", "NON_FACTUAL",
-)
+from citetrace.vocab import CLAIM_TYPES  # noqa: F401 - the backends read it from here
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,50 +7,24 @@ import logging
 import threading
 from pathlib import Path
 
-import grpc
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as cv_grpc
 from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc
-from citetrace.kit import errors
-from citetrace.kit.auth import AuthSettings, service_token
-from citetrace.kit.clients import call, error_info, stub
+from citetrace.kit.auth import AuthSettings
+from citetrace.kit.clients import invoke, stub
+from citetrace.kit.trace_client import TraceClient
+from citetrace.outbox import TraceOutbox, trace_deliverer
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as sched_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
-from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
 
 log = logging.getLogger("citetrace.orchestrator")
-
-_BY_CODE = {
-    grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
-    grpc.StatusCode.NOT_FOUND: errors.NotFound,
-    grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyExists,
-    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
-    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
-    grpc.StatusCode.FAILED_PRECONDITION: errors.FailedPrecondition,
-    grpc.StatusCode.ABORTED: errors.Aborted,
-    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
-    grpc.StatusCode.DEADLINE_EXCEEDED: errors.DeadlineExceeded,
-    grpc.StatusCode.UNIMPLEMENTED: errors.Unimplemented,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhausted,
-}
-
-
-def to_domain(service: str, error: grpc.RpcError) -> errors.DomainError:
-    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
-    info = error_info(error) if hasattr(error, "trailing_metadata") else None
-    reason = info.reason if info is not None and info.reason else code.name
-    cls = _BY_CODE.get(code, errors.Unavailable if code == grpc.StatusCode.UNKNOWN else errors.DomainError)
-    return cls(reason, f"{service}: {error.details() if hasattr(error, 'details') else error}", service=service)
 
 
 class _Client:
     service = ""
 
     def _invoke(self, method, request, timeout: float, token: str | None = None):
-        try:
-            return call(method, request, timeout=timeout, token=token)
-        except grpc.RpcError as err:
-            raise to_domain(self.service, err) from None
+        return invoke(method, request, self.service, timeout=timeout, token=token)
 
 
 class SchedulerClient(_Client):
@@ -99,24 +73,6 @@ class ValidatorClient(_Client):
         return self._invoke(self._stub.Validate, request, timeout)
 
 
-class TraceDelivery(_Client):
-    """RecordTrace with a service token of the record's tenant (role `service`): the caller's own
-    token is not for writing evidence, and the outbox redelivers with no caller at all."""
-
-    service = "trace"
-
-    def __init__(self, target: str, auth: AuthSettings | None, timeout: float) -> None:
-        self._stub = stub(trace_grpc.TraceServiceStub, target)
-        self._auth = auth
-        self._timeout = timeout
-
-    def __call__(self, record: trace_pb.TraceRecord) -> None:
-        if self._auth is None:
-            raise errors.FailedPrecondition("NO_SIGNING_KEY", "no auth settings to mint a service token")
-        token = service_token(self._auth, record.tenant_id, "orchestrator")
-        self._invoke(self._stub.RecordTrace, trace_pb.RecordTraceRequest(record=record), self._timeout, token=token)
-
-
 class TraceSink:
     """Every record goes through the durable outbox (citetrace.outbox.TraceOutbox).
 
@@ -124,8 +80,7 @@ class TraceSink:
     outbox's background deliverer sends it, in order per tenant; `submit` returns False ("queued
     durably"), and the answer does not wait for the trace service.
     direct: delivered now when the trace service answers (`submit` returns True), else kept on disk
-    and redelivered in order by the background deliverer.
-    Without the outbox module, records are delivered directly (and logged if lost)."""
+    and redelivered in order by the background deliverer."""
 
     def __init__(self, target: str, auth: AuthSettings | None, outbox_path: Path, timeout: float,
                  delivery: str = "background", synchronous: str = "NORMAL") -> None:
@@ -133,16 +88,8 @@ class TraceSink:
         self._timeout = timeout
         self._contexts: dict[str, object] = {}
         self._contexts_lock = threading.Lock()
-        self._outbox = None
-        self._direct = TraceDelivery(target, auth, timeout)
-        try:
-            from citetrace.outbox import TraceOutbox, grpc_deliverer
-        except ImportError:
-            log.warning("citetrace.outbox not available: traces are delivered directly, undelivered ones logged")
-        else:
-            deliver = grpc_deliverer(target, auth, service_name="orchestrator", timeout=timeout) if auth else \
-                self._direct
-            self._outbox = TraceOutbox(outbox_path, self._in_ask_trace(deliver), synchronous=synchronous)
+        client = TraceClient(target, auth, caller="orchestrator", timeout=timeout)
+        self._outbox = TraceOutbox(outbox_path, self._in_ask_trace(trace_deliverer(client)), synchronous=synchronous)
 
     # Span contexts of Asks whose records wait for background delivery (bounded; after a restart
     # the trace ID alone is used as the remote parent).
@@ -194,36 +141,23 @@ class TraceSink:
 
         return delivered_in_trace
 
-    @property
-    def durable(self) -> bool:
-        return self._outbox is not None
-
     def start(self) -> None:
-        if self._outbox is not None:
-            self._outbox.start()
+        self._outbox.start()
 
     def stop(self, drain_seconds: float | None = None) -> None:
         """Stops the deliverer; first gives records still waiting a bounded chance to be delivered
         (what is left stays on disk and is delivered by the next start)."""
-        if self._outbox is not None:
-            if self._outbox.pending_count():
-                self._outbox.wait_empty(self._timeout if drain_seconds is None else drain_seconds)
-            self._outbox.stop()
+        if self._outbox.pending_count():
+            self._outbox.wait_empty(self._timeout if drain_seconds is None else drain_seconds)
+        self._outbox.stop()
 
     def flush(self) -> int:
         """Delivers waiting records now; returns how many are still waiting."""
-        return self._outbox.flush() if self._outbox is not None else 0
+        return self._outbox.flush()
 
     def submit(self, record: trace_pb.TraceRecord) -> bool:
-        if self._outbox is not None:
-            if self._background:
-                self._remember_context(record)
-                self._outbox.enqueue(record)
-                return False
-            return bool(self._outbox.submit(record))
-        try:
-            self._direct(record)
-            return True
-        except errors.DomainError as err:
-            log.error("trace %s not delivered (%s) and no outbox to keep it", record.trace_id, err)
+        if self._background:
+            self._remember_context(record)
+            self._outbox.enqueue(record)
             return False
+        return bool(self._outbox.submit(record))

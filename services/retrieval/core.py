@@ -10,11 +10,11 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 from citetrace.embeddings import Embedder, EmbeddingCache, QueryVectorCache
-from citetrace.kit import roles as R
+from citetrace.identity import passage_id_of, sha256_hex, version_id_of
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import (
     DataLoss,
@@ -32,6 +32,7 @@ from citetrace.kit.metrics import (
     scope_violation_blocked,
 )
 from citetrace.kit.telemetry import set_attributes, stage
+from citetrace.kit.timestamps import utc_now
 from citetrace.signing import (
     KeyFileError,
     Keyring,
@@ -39,6 +40,17 @@ from citetrace.signing import (
     load_public,
     load_signer,
     public_file_of,
+)
+from citetrace.vocab import (
+    APPROVED,
+    AUDIENCE_ROLES,
+    DOCUMENT_INTENTS,
+    DRAFT,
+    POLICY_ADMIN,
+    PRIVILEGED_READERS,
+    SOURCE_CLASSES,
+    STATUS_TRANSITIONS,
+    VERSION_STATUSES,
 )
 
 from services.retrieval.chunker import MarkdownChunker, normalize_text
@@ -54,18 +66,11 @@ from services.retrieval.index import (
 from services.retrieval.index.base import SearchBackend
 from services.retrieval.settings import Settings
 from services.retrieval.store.records import (
-    APPROVED,
-    DRAFT,
-    STATUSES,
-    TRANSITIONS,
     DocumentRecord,
     IngestOutcome,
     PassageRecord,
     VersionBundle,
     VersionRecord,
-    passage_id_of,
-    sha256_hex,
-    version_id_of,
 )
 from services.retrieval.store.sealing import IntegrityFailure, VersionSealer
 from services.retrieval.store.store import Store, VersionConflict, decode_page_token, encode_page_token
@@ -73,12 +78,6 @@ from services.retrieval.store.store import Store, VersionConflict, decode_page_t
 log = logging.getLogger("citetrace.retrieval")
 
 SERVICE = "retrieval"
-SOURCE_CLASSES = ("scheduling_policy", "preparation_instructions", "cancellation_policy", "provider_profile",
-                  "handbook", "regulatory")
-INTENTS = ("availability", "arrival_preparation", "cancellation_rescheduling", "provider_information", "other")
-AUDIENCE_ROLES = (R.PATIENT, R.STAFF, R.REVIEWER, R.AUDITOR, R.POLICY_ADMIN)
-# Roles that read every audience and every status of their own tenant (audit and review).
-PRIVILEGED_READERS = (R.POLICY_ADMIN, R.REVIEWER, R.AUDITOR)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
 _LOCALE = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 
@@ -267,10 +266,6 @@ def make_backend(settings: Settings) -> SearchBackend:
         return OpenSearchBackend(settings.opensearch_config())
     raise Unavailable("BACKEND_NOT_BUILT",
                       f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def embedding_text(heading_context: str, text: str) -> str:
@@ -555,19 +550,19 @@ class RetrievalCore:
         if "\x00" in cmd.text:
             raise InvalidArgument("INVALID_TEXT", "text must not contain NUL characters")
         status = cmd.status or APPROVED
-        if status not in STATUSES:
-            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        if status not in VERSION_STATUSES:
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
         if not cmd.roles:
             raise InvalidArgument("MISSING_ROLES", "roles (the audience) must name at least one role")
         self._check_vocabulary("roles", cmd.roles, AUDIENCE_ROLES, "UNKNOWN_ROLE")
-        self._check_vocabulary("intents", cmd.intents, INTENTS, "UNKNOWN_INTENT")
+        self._check_vocabulary("intents", cmd.intents, DOCUMENT_INTENTS, "UNKNOWN_INTENT")
         for location in cmd.location_scope:
             if not _ID.match(location):
                 raise InvalidArgument("INVALID_LOCATION_ID", f"location_scope entry {location!r} is malformed")
         locale = cmd.locale or "en"
         if not _LOCALE.match(locale):
             raise InvalidArgument("INVALID_LOCALE", f"locale {locale!r} is not a language tag like en or nb-NO")
-        now = utcnow()
+        now = utc_now()
         valid_from = cmd.valid_from or now
         if cmd.valid_to is not None and cmd.valid_to <= valid_from:
             raise InvalidArgument("INVALID_VALIDITY_WINDOW", "valid_to must be after valid_from")
@@ -600,18 +595,18 @@ class RetrievalCore:
             raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
         if not status:
             raise InvalidArgument("MISSING_STATUS", "status must be DRAFT, APPROVED or RETIRED")
-        if status not in STATUSES:
-            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        if status not in VERSION_STATUSES:
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
 
         def check(old: str, new: str) -> None:
-            if old != new and (old, new) not in TRANSITIONS:
+            if old != new and (old, new) not in STATUS_TRANSITIONS:
                 raise FailedPrecondition("ILLEGAL_STATUS_TRANSITION",
                                          f"version {version_id} is {old}; {old} -> {new} is not allowed "
                                          "(only draft -> approved -> retired)")
 
         with self._write_lock:
             try:
-                result = self.store.set_status(principal.tenant_id, version_id, status, utcnow(), check)
+                result = self.store.set_status(principal.tenant_id, version_id, status, utc_now(), check)
             except IntegrityFailure as failure:
                 raise self._refuse(failure) from None
             if result is None:
@@ -641,7 +636,7 @@ class RetrievalCore:
             raise InvalidArgument("K_OUT_OF_RANGE", f"k must be in 1..{s.max_k}, got {cmd.k}")
         if cmd.mode not in ("hybrid", "lexical", "vector"):
             raise InvalidArgument("INVALID_MODE", f"mode {cmd.mode!r} is not hybrid, lexical or vector")
-        self._check_vocabulary("scope.intents", cmd.intents, INTENTS, "UNKNOWN_INTENT")
+        self._check_vocabulary("scope.intents", cmd.intents, DOCUMENT_INTENTS, "UNKNOWN_INTENT")
         for location in cmd.location_ids:
             if not _ID.match(location):
                 raise InvalidArgument("INVALID_LOCATION_ID", f"scope.location_ids entry {location!r} is malformed")
@@ -654,7 +649,7 @@ class RetrievalCore:
         if principal.tenant_id not in self._tenants and not self._shared_tenant(principal.tenant_id):
             raise InvalidArgument("UNKNOWN_TENANT", f"tenant {principal.tenant_id!r} has no documents")
         locations = self._effective_locations(principal, cmd.location_ids)
-        as_of = cmd.as_of or utcnow()
+        as_of = cmd.as_of or utc_now()
         scope = ScopeFilter(tenant_id=principal.tenant_id, roles=principal.roles, location_ids=locations,
                             intents=tuple(sorted(set(cmd.intents))), locale=cmd.locale or None, as_of=as_of,
                             source_classes=tuple(sorted(set(cmd.source_classes))))
@@ -873,8 +868,8 @@ class RetrievalCore:
                       page_token: str) -> tuple[list[VersionRecord], str]:
         if page_size < 0:
             raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
-        if status is not None and status not in STATUSES:
-            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        if status is not None and status not in VERSION_STATUSES:
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
         size = min(page_size or self.settings.default_page_size, self.settings.max_page_size)
         after = None
         if page_token:
@@ -912,7 +907,7 @@ class RetrievalCore:
 
     @staticmethod
     def _require_admin(principal: Principal) -> None:
-        if R.POLICY_ADMIN not in principal.roles:
+        if POLICY_ADMIN not in principal.roles:
             raise PermissionDenied("POLICY_ADMIN_REQUIRED", "this call needs the policy_admin role")
 
     @staticmethod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
@@ -11,9 +10,10 @@ from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument, Unavailable
 from citetrace.kit.server import ServiceSpec
 from citetrace.kit.settings import SettingsError, load_settings
+from citetrace.kit.timestamps import field_time, to_timestamp
+from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
-from google.protobuf import timestamp_pb2
 
 from services.retrieval.core import (
     IngestCommand,
@@ -62,11 +62,12 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         service tokens they stay queued in the store of record (and are delivered after a restart
         with one)."""
         s = self.core.settings
-        if self.auth is None or not (self.auth.hs256_secret or self.auth.rs256_private_key_file):
+        if not can_sign(self.auth):
             log.warning("retrieval: no CITETRACE_AUTH_* signing key: version events stay queued for the trace service")
             return
+        client = TraceClient(s.trace_target, self.auth, caller="retrieval", timeout=s.trace_timeout_seconds)
         self.relay = VersionEventRelay(
-            self.core.store, TraceVersionEventSender(s.trace_target, self.auth, s.trace_timeout_seconds),
+            self.core.store, TraceVersionEventSender(client),
             poll_seconds=s.version_event_poll_seconds, backoff_base_seconds=s.version_event_backoff_seconds,
             backoff_max_seconds=s.version_event_max_backoff_seconds)
         self.core.on_version_events = self.relay.wake
@@ -91,8 +92,8 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
                                     title=d.title, source_uri=d.source_uri),
             text=request.text,
             status=_status_name(request.status, allow_unspecified=True),
-            valid_from=_time(request, "valid_from"),
-            valid_to=_time(request, "valid_to"),
+            valid_from=field_time(request, "valid_from"),
+            valid_to=field_time(request, "valid_to"),
             roles=tuple(request.roles),
             location_scope=tuple(request.location_scope),
             intents=tuple(request.intents),
@@ -121,7 +122,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         scope = request.scope
         cmd = SearchCommand(
             query=request.query, k=request.k, location_ids=tuple(scope.location_ids), intents=tuple(scope.intents),
-            locale=scope.locale, source_classes=tuple(scope.source_classes), as_of=_time(request, "as_of"),
+            locale=scope.locale, source_classes=tuple(scope.source_classes), as_of=field_time(request, "as_of"),
             mode=_MODES[request.mode])
         return search_to_proto(self._core().search(current_principal(), cmd))
 
@@ -154,34 +155,20 @@ def _status_name(value: int, *, allow_unspecified: bool) -> str | None:
     return _STATUS_TO_NAME[value]
 
 
-def _time(message, field: str) -> datetime | None:
-    if not message.HasField(field):
-        return None
-    return getattr(message, field).ToDatetime(tzinfo=UTC)
-
-
-def _timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
-    if value is None:
-        return None
-    ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(value)
-    return ts
-
-
 def version_to_proto(v: VersionRecord) -> common_pb2.DocumentVersion:
     return common_pb2.DocumentVersion(
         document=common_pb2.Document(tenant_id=v.tenant_id, document_id=v.document_id,
                                      source_class=v.source_class, title=v.title, source_uri=v.source_uri),
         version_id=v.version_id,
         status=_NAME_TO_STATUS[v.status],
-        valid_from=_timestamp(v.valid_from),
-        valid_to=_timestamp(v.valid_to),
+        valid_from=to_timestamp(v.valid_from),
+        valid_to=to_timestamp(v.valid_to),
         roles=list(v.roles),
         location_scope=list(v.location_scope),
         intents=list(v.intents),
         locale=v.locale,
         extraction_version=v.extraction_version,
-        ingested_at=_timestamp(v.ingested_at),
+        ingested_at=to_timestamp(v.ingested_at),
         text_length=v.text_length,
         superseded_by_version_id=v.superseded_by_version_id or "",
     )
@@ -213,7 +200,7 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
         mode=_MODE_TO_PB[result.fusion.mode],
         filters=pb.AppliedFilters(
             tenant_id=f.tenant_id, roles=list(f.roles), location_ids=list(f.location_ids), intents=list(f.intents),
-            locale=f.locale, status=_NAME_TO_STATUS[f.status], effective_at=_timestamp(f.effective_at),
+            locale=f.locale, status=_NAME_TO_STATUS[f.status], effective_at=to_timestamp(f.effective_at),
             source_classes=list(f.source_classes)),
     )
     return pb.SearchResponse(

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from citetrace.kit.settings import ServerSettings, require
+from citetrace.kit.sql import sqlite_url
 
 PREFIX = "CITETRACE_RETRIEVAL_"
 
@@ -148,7 +149,7 @@ class Settings(ServerSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'retrieval.sqlite').resolve()}"
+        return sqlite_url(self.data_dir / "retrieval.sqlite")
 
     def resolved_signing_key(self) -> Path:
         return self.signing_key_file or (self.data_dir / "keys" / "retrieval-signing.pem")

@@ -5,7 +5,7 @@ The store writes an event in the same transaction as the change that causes it (
 so an event exists exactly when the change does. This relay sends due events oldest first through
 `deliver(event)` (the gRPC adapter lives in services/retrieval/trace_notify.py; this module has no
 gRPC), marks each delivered one, and on any failure schedules the next attempt with exponential
-backoff (base * 2^attempts, capped). Nothing is dropped: an event stays pending until trace accepts
+backoff (base * 2^attempts, capped). The background thread is the kit's outbox relay. Nothing is dropped: an event stays pending until trace accepts
 it. Delivery is at least once; the trace service ignores an identical repeated event."""
 
 from __future__ import annotations
@@ -15,15 +15,12 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from citetrace.kit.relay import Relay, backoff_seconds
+
 from services.retrieval.store.records import VersionEvent
 from services.retrieval.store.store import Store
 
 log = logging.getLogger("citetrace.retrieval.version_events")
-
-
-def backoff_seconds(attempts: int, base: float, cap: float) -> float:
-    """Delay before the attempt after `attempts` failed ones."""
-    return min(cap, base * (2 ** min(max(attempts, 0), 30)))
 
 
 class VersionEventRelay:
@@ -32,42 +29,33 @@ class VersionEventRelay:
                  clock: Callable[[], datetime] | None = None) -> None:
         self.store = store
         self.deliver = deliver
-        self.poll_seconds = poll_seconds
         self.backoff_base_seconds = backoff_base_seconds
         self.backoff_max_seconds = backoff_max_seconds
         self.clock = clock or (lambda: datetime.now(UTC))
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._relay = Relay("retrieval-version-events", self._background_pass, poll_seconds=poll_seconds)
         self._pass_lock = threading.Lock()
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="retrieval-version-events", daemon=True)
-            self._thread.start()
+        self._relay.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self._relay.stop(timeout)
 
     def wake(self) -> None:
         """A new event was committed: deliver it now rather than at the next poll."""
-        self._wake.set()
+        self._relay.wake()
 
     def deliver_due(self) -> int:
         """One pass over the due events; returns how many were delivered."""
         delivered = 0
         with self._pass_lock:
             for event in self.store.due_version_events(self.clock()):
-                if self._stop.is_set():
+                if self._relay.stopping:
                     break
                 try:
                     self.deliver(event)
                 except Exception as exc:  # noqa: BLE001 - any failure means: try again later
-                    delay = backoff_seconds(event.attempts, self.backoff_base_seconds, self.backoff_max_seconds)
+                    delay = backoff_seconds(event.attempts + 1, self.backoff_base_seconds, self.backoff_max_seconds)
                     self.store.mark_event_failed(event.id, f"{type(exc).__name__}: {exc}",
                                                  self.clock() + timedelta(seconds=delay))
                     log.warning("retrieval: version event %d (%s %s) not delivered to trace (attempt %d), "
@@ -78,14 +66,6 @@ class VersionEventRelay:
                 delivered += 1
         return delivered
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.deliver_due()
-            except Exception:  # noqa: BLE001 - the store may be briefly unavailable; keep the loop alive
-                log.exception("retrieval: version-event delivery pass failed")
-            self._wake.wait(self._next_wait())
-            self._wake.clear()
-
-    def _next_wait(self) -> float:
-        return self.poll_seconds
+    def _background_pass(self) -> float:
+        self.deliver_due()
+        return self._relay.poll_seconds

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 
-from citetrace.kit import roles
+from citetrace import vocab as roles
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import InvalidArgument, PermissionDenied
 

@@ -14,6 +14,7 @@ from citetrace.kit.auth import Principal
 from citetrace.kit.errors import InvalidArgument, NotFound
 from citetrace.kit.metrics import record_slot_read_age
 from citetrace.kit.telemetry import stage
+from citetrace.kit.timestamps import utc_now
 
 from services.scheduler_gateway import access
 from services.scheduler_gateway.domain import (
@@ -66,10 +67,6 @@ class FindSlotsResult:
 class LocationsPage:
     locations: Sequence[LocationRecord]
     next_page_token: str
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(UTC)
 
 
 class SchedulerCore:

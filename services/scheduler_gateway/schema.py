@@ -16,6 +16,8 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
+from citetrace.kit import sql as kit_sql
+from citetrace.kit.sql import WRITE, SqliteBegin
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -32,8 +34,6 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    create_engine,
-    event,
     inspect,
     select,
     text,
@@ -330,46 +330,20 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _to_2}
 
 
 def default_database_url(data_dir: Path) -> str:
-    return f"sqlite:///{(Path(data_dir) / SQLITE_FILE).resolve()}"
-
-
-WRITE = {"scheduler_write": True}
+    return kit_sql.sqlite_url(Path(data_dir) / SQLITE_FILE)
 
 
 def make_engine(url: str) -> Engine:
-    """An engine with SQLite set up for concurrent use: WAL, foreign keys, a busy timeout, and
-    explicit BEGIN (read) / BEGIN IMMEDIATE (write, via execution option `scheduler_write`) so a
-    writer takes the write lock before reading and never fails on a stale snapshot."""
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection, _record):
-            dbapi_connection.isolation_level = None  # transactions are begun below
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            if ":memory:" not in url:
-                cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(connection):
-            write = connection.get_execution_options().get("scheduler_write", False)
-            connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-
-        return engine
-    return create_engine(url, pool_pre_ping=True)
+    """The scheduling database: reads BEGIN, writes (connections with execution option WRITE) BEGIN
+    IMMEDIATE, so a writer takes the write lock before reading and never fails on a stale snapshot."""
+    return kit_sql.make_engine(url, sqlite_begin=SqliteBegin.IMMEDIATE_FOR_WRITES)
 
 
 def ensure_schema(engine: Engine) -> int:
     """Creates or upgrades the schema; returns the version now in place."""
-    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
-    with engine.connect().execution_options(**WRITE) as conn, conn.begin():
-        if conn.dialect.name == "postgresql":
-            # Replicas starting together on a fresh database: one creates, the others wait.
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(5053005053)")
+    # Replicas starting together on a fresh database: one creates, the others wait.
+    with kit_sql.migration_lock(engine, "scheduler_gateway") as conn, \
+            conn.execution_options(**WRITE).begin():
         if not inspect(conn).has_table(schema_version.name):
             metadata.create_all(conn)
             conn.execute(schema_version.insert().values(version=SCHEMA_VERSION, applied_at=dt.datetime.now(UTC)))

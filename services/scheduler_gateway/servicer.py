@@ -3,13 +3,12 @@ record behind the SlotSource interface (domain.py); the default is the SQL sourc
 
 from __future__ import annotations
 
-import datetime as dt
-
 from citetrace.common.v1 import appointments_pb2 as ap_pb
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument, Unimplemented
 from citetrace.kit.server import ServiceSpec
+from citetrace.kit.timestamps import field_time, to_timestamp
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 from google.protobuf import json_format, timestamp_pb2
@@ -23,7 +22,6 @@ from services.scheduler_gateway.domain import (
     BUSY_UNAVAILABLE,
     ENTERED_IN_ERROR,
     FREE,
-    UTC,
     AppointmentRecord,
     Consequence,
     ProposalRecord,
@@ -111,14 +109,14 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
                 location_id=request.location_id,
                 provider_id=request.provider_id,
                 appointment_type=request.appointment_type,
-                start=_time(request, "start_time"),
-                end=_time(request, "end_time"),
+                start=field_time(request, "start_time"),
+                end=field_time(request, "end_time"),
                 page_size=request.page_size,
                 page_token=request.page_token,
-                as_of=_time(request, "as_of"),
+                as_of=field_time(request, "as_of"),
             ),
         )
-        as_of = _timestamp(result.as_of)
+        as_of = to_timestamp(result.as_of)
         return pb.FindSlotsResponse(
             slots=[slot_to_proto(slot, as_of) for slot in result.slots],
             next_page_token=result.next_page_token,
@@ -130,7 +128,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
             current_principal(), request.slot_id, request.expected_version, request.patient_ref,
             request.idempotency_key,
         )
-        read_at = _timestamp(self.core.clock())
+        read_at = to_timestamp(self.core.clock())
         if is_confirmed(outcome):
             return pb.ConfirmSlotResponse(
                 result=pb.CONFIRM_RESULT_CONFIRMED,
@@ -168,14 +166,14 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
         page = self._workflow().list_appointments(
             current_principal(), request.patient_ref, statuses, request.include_past, request.specialty,
             request.page_size, request.page_token)
-        as_of = _timestamp(self._workflow().clock())
+        as_of = to_timestamp(self._workflow().clock())
         return pb.ListAppointmentsResponse(
             appointments=[appointment_to_proto(a, as_of) for a in page.items],
             next_page_token=page.next_page_token, as_of=as_of)
 
     def GetAppointment(self, request, context):
         found = self._workflow().get_appointment(current_principal(), request.appointment_id)
-        return pb.GetAppointmentResponse(appointment=appointment_to_proto(found, _timestamp(self._workflow().clock())))
+        return pb.GetAppointmentResponse(appointment=appointment_to_proto(found, to_timestamp(self._workflow().clock())))
 
     def ProposeChange(self, request, context):
         kind = _inverse(_CHANGE_KIND).get(request.kind, "")
@@ -204,7 +202,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
     def ConfirmProposal(self, request, context):
         outcome = self._workflow().confirm(current_principal(), request.proposal_id, request.slot_id, request.note,
                                            request.idempotency_key)
-        read_at = _timestamp(self._workflow().clock())
+        read_at = to_timestamp(self._workflow().clock())
         return pb.ConfirmProposalResponse(
             result=_CONFIRM_PROPOSAL_RESULT[outcome.result], proposal=proposal_to_proto(outcome.proposal),
             appointment=appointment_to_proto(outcome.appointment, read_at) if outcome.appointment else None,
@@ -225,8 +223,8 @@ def appointment_to_proto(appointment: AppointmentRecord, as_of: timestamp_pb2.Ti
         version=appointment.version, slot_id=slot.slot_id, location_id=slot.location_id,
         location_name=slot.location_name, clinic_name=slot.clinic_name, time_zone=slot.time_zone,
         provider_id=slot.provider_id, provider_name=slot.provider_name, specialty=slot.specialty,
-        appointment_type=slot.appointment_type, start_time=_timestamp(slot.start), end_time=_timestamp(slot.end),
-        updated_at=_timestamp(appointment.updated_at), as_of=as_of,
+        appointment_type=slot.appointment_type, start_time=to_timestamp(slot.start), end_time=to_timestamp(slot.end),
+        updated_at=to_timestamp(appointment.updated_at), as_of=as_of,
     )
 
 
@@ -250,7 +248,7 @@ def consequence_to_proto(consequence: Consequence) -> ap_pb.PolicyConsequence:
 
 
 def proposal_to_proto(proposal: ProposalRecord) -> ap_pb.Proposal:
-    created = _timestamp(proposal.created_at)
+    created = to_timestamp(proposal.created_at)
     return ap_pb.Proposal(
         proposal_id=proposal.proposal_id, kind=_CHANGE_KIND[proposal.kind], status=_PROPOSAL_STATUS[proposal.status],
         patient_ref=proposal.patient_ref,
@@ -258,8 +256,8 @@ def proposal_to_proto(proposal: ProposalRecord) -> ap_pb.Proposal:
         options=[slot_to_proto(o, created) for o in proposal.options],
         consequences=[consequence_to_proto(c) for c in proposal.consequences],
         review_required=proposal.review_required, review_reason=proposal.review_reason, created_at=created,
-        expires_at=_timestamp(proposal.expires_at),
-        decided_at=_timestamp(proposal.decided_at) if proposal.decided_at else None,
+        expires_at=to_timestamp(proposal.expires_at),
+        decided_at=to_timestamp(proposal.decided_at) if proposal.decided_at else None,
         created_by_ref=proposal.created_by_ref, decided_by_ref=proposal.decided_by_ref,
         ask_trace_id=proposal.ask_trace_id, chosen_slot_id=proposal.chosen_slot_id,
         result_appointment_id=proposal.result_appointment_id, outcome_reason=proposal.outcome_reason,
@@ -280,26 +278,11 @@ def slot_to_proto(slot: SlotRecord, as_of: timestamp_pb2.Timestamp) -> common_pb
         provider_name=slot.provider_name,
         specialty=slot.specialty,
         appointment_type=slot.appointment_type,
-        start_time=_timestamp(slot.start),
-        end_time=_timestamp(slot.end),
+        start_time=to_timestamp(slot.start),
+        end_time=to_timestamp(slot.end),
         status=_STATUS.get(slot.status, common_pb2.SLOT_STATUS_UNSPECIFIED),
         as_of=as_of,
     )
-
-
-def _time(message, field: str) -> dt.datetime | None:
-    if not message.HasField(field):
-        return None
-    try:
-        return getattr(message, field).ToDatetime(tzinfo=UTC)
-    except (ValueError, OverflowError) as exc:
-        raise InvalidArgument("INVALID_TIMESTAMP", f"{field} is not a valid timestamp", field=field) from exc
-
-
-def _timestamp(value: dt.datetime) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromDatetime(value.astimezone(UTC))
-    return stamp
 
 
 def build_spec(settings, source: SlotSource | None = None, clock=None) -> ServiceSpec:

@@ -16,10 +16,11 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 
-from citetrace.kit import roles
+from citetrace import vocab as roles
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from citetrace.kit.telemetry import stage
+from citetrace.kit.timestamps import utc_now
 
 from services.scheduler_gateway import access
 from services.scheduler_gateway.core import (
@@ -93,10 +94,6 @@ class ProposeInput:
 class Page:
     items: list
     next_page_token: str
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(UTC)
 
 
 class WorkflowCore:

@@ -26,10 +26,10 @@ recomputes the digest from text + nonce, so editing the stored question is detec
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import secrets
 
+from citetrace.identity import sha256_hex
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
 HASH_DOMAIN = b"citetrace.trace.v1\n"
@@ -39,10 +39,6 @@ NONCE_BYTES = 32
 
 def canonical_json(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def new_nonce() -> bytes:

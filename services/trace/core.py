@@ -34,7 +34,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from citetrace.kit import roles as R
+from citetrace import vocab as R
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import (
     AlreadyExists,
@@ -45,8 +45,8 @@ from citetrace.kit.errors import (
 )
 from citetrace.kit.metrics import record_digest_failure
 from citetrace.kit.telemetry import set_attributes, stage
+from citetrace.kit.timestamps import from_timestamp, naive_utc, to_timestamp, utc_now
 from citetrace.trace.v1 import trace_service_pb2 as pb
-from google.protobuf import timestamp_pb2
 
 from services.trace import canonical as C
 from services.trace.store import (
@@ -69,7 +69,7 @@ LINK_ACTION = "action"
 RETENTION_ROLES = frozenset({R.AUDITOR, R.POLICY_ADMIN, R.SERVICE})
 QUERY_TEXT_ROLES = frozenset(R.READERS_OF_QUERY_TEXT)
 # Read every source of their tenant (the same set retrieval's GetPassages treats as privileged).
-SOURCE_PRIVILEGED_READERS = frozenset({R.POLICY_ADMIN, R.REVIEWER, R.AUDITOR})
+SOURCE_PRIVILEGED_READERS = R.PRIVILEGED_READERS
 
 TRACE_ID_PATTERN = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
 DEFAULT_PAGE_SIZE = 50
@@ -92,22 +92,12 @@ class ChainReport:
     detail: str = ""
 
 
-def to_naive_utc(ts: timestamp_pb2.Timestamp) -> dt.datetime:
-    return ts.ToDatetime()
-
-
-def to_timestamp(value: dt.datetime) -> timestamp_pb2.Timestamp:
-    ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(value)
-    return ts
-
-
 class MonotonicClock:
     """UTC now as a naive datetime, strictly increasing within the process (events recorded back
     to back stay ordered even when the wall clock does not advance between them)."""
 
     def __init__(self, source: Callable[[], dt.datetime] | None = None) -> None:
-        self._source = source or (lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None))
+        self._source = source or (lambda: naive_utc(utc_now()))
         self._last = dt.datetime.min
         self._lock = threading.Lock()
 
@@ -207,7 +197,7 @@ class TraceCore:
             _check_lengths(record, facet_set)
             new = NewRecord(
                 tenant_id=principal.tenant_id, trace_id=record.trace_id,
-                created_at=to_naive_utc(incoming.created_at), outcome=facet_set.outcome,
+                created_at=naive_utc(from_timestamp(incoming.created_at)), outcome=facet_set.outcome,
                 principal_ref=record.principal_ref, body=body, query_raw=raw, query_normalized=normalized,
                 nonce=nonce, query_digest=digest, facets=frozenset(facet_set.rows()))
 
@@ -285,8 +275,8 @@ class TraceCore:
         size = self._page_size(request.page_size)
         _require_role(principal, READ_ROLES, "ListTraces")
         before = decode_page_token(request.page_token)
-        after = to_naive_utc(request.created_after) if request.HasField("created_after") else None
-        until = to_naive_utc(request.created_before) if request.HasField("created_before") else None
+        after = naive_utc(from_timestamp(request.created_after)) if request.HasField("created_after") else None
+        until = naive_utc(from_timestamp(request.created_before)) if request.HasField("created_before") else None
         if after is not None and until is not None and after >= until:
             raise InvalidArgument("INVALID_TIME_RANGE", "created_after must be before created_before")
         flt = ListFilter(outcome=int(request.outcome), failure_reason=int(request.failure_reason),
@@ -534,7 +524,7 @@ def verify_chain(store: TraceStore, tenant_id: str) -> ChainReport:
             return broken(stored, stored.sequence, "stored body is not a TraceRecord")
         facet_set = C.facets_of(body)
         if (body.tenant_id != stored.tenant_id or body.trace_id != stored.trace_id
-                or facet_set.outcome != stored.outcome or to_naive_utc(body.created_at) != stored.created_at):
+                or facet_set.outcome != stored.outcome or naive_utc(from_timestamp(body.created_at)) != stored.created_at):
             return broken(stored, stored.sequence, "indexed columns disagree with the stored record")
         if frozenset(facet_set.rows()) != stored.facets:
             return broken(stored, stored.sequence, "filter index (facets) disagrees with the stored record")

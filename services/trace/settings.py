@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from citetrace.kit.settings import ServerSettings, require
+from citetrace.kit.sql import sqlite_url
 
 PREFIX = "CITETRACE_TRACE_"
 
@@ -33,4 +34,4 @@ class Settings(ServerSettings):
     def store_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'trace.db').resolve()}"
+        return sqlite_url(self.data_dir / "trace.db")

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Protocol
 
 import sqlalchemy as sa
-from sqlalchemy import event
+from citetrace.kit import sql as kit_sql
+from citetrace.kit.sql import SqliteBegin
+from citetrace.kit.timestamps import naive_utc, utc_now
 from sqlalchemy.engine import Connection, Engine
 
 from services.trace.canonical import GENESIS_HASH
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-MIGRATION_LOCK_ID = 0x7472616365  # "trace"
 
 metadata = sa.MetaData()
 
@@ -266,56 +267,13 @@ class TraceStore(Protocol):
 # --- SQLAlchemy implementation ------------------------------------------------------------------
 
 def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection, _record):
-            # Let SQLAlchemy's "begin" event issue BEGIN IMMEDIATE: one writer at a time, so the
-            # per-tenant chain cannot fork (the documented pysqlite transaction recipe).
-            dbapi_connection.isolation_level = None
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=FULL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)
+    # Every transaction begins IMMEDIATE: one writer at a time, so the per-tenant chain cannot fork.
+    return kit_sql.make_engine(url, sqlite_begin=SqliteBegin.IMMEDIATE, sqlite_synchronous="FULL",
+                               pool_size=8, max_overflow=8)
 
 
 def migrate_engine(engine: Engine) -> None:
-    from alembic import command
-    from alembic.config import Config
-
-    with _MIGRATE_LOCK:  # Alembic's context is process-global: one migration at a time per process
-        _migrate(engine, command, Config)
-
-
-_MIGRATE_LOCK = threading.Lock()
-
-
-def _migrate(engine: Engine, command, Config) -> None:  # noqa: N803 - the alembic class
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.connect() as conn:
-        if engine.dialect.name == "postgresql":
-            # Replicas starting together: one migrates, the others wait and then find nothing to do.
-            conn.exec_driver_sql(f"SELECT pg_advisory_lock({MIGRATION_LOCK_ID})")
-            conn.commit()
-        try:
-            config.attributes["connection"] = conn
-            command.upgrade(config, "head")
-            conn.commit()
-        finally:
-            if engine.dialect.name == "postgresql":
-                conn.exec_driver_sql(f"SELECT pg_advisory_unlock({MIGRATION_LOCK_ID})")
-                conn.commit()
+    kit_sql.alembic_upgrade(engine, "trace", MIGRATIONS_DIR)
 
 
 _EXISTS_QUERY = sa.select(records.c.sequence).where(
@@ -401,7 +359,7 @@ class SqlTraceStore:
                     return AppendResult(False, existing)
             sequence = head.sequence + 1
             record_hash = hasher(sequence, head.record_hash)
-            stored_at = utcnow_naive()
+            stored_at = naive_utc(utc_now())
             conn.execute(records.insert().values(
                 tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
                 stored_at=stored_at, outcome=new.outcome, principal_ref=new.principal_ref,
@@ -643,10 +601,6 @@ def _link(row) -> StoredLink:
 def _chunks(items: list, size: int):
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
-
-def utcnow_naive() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def open_store(url: str, migrate: bool = True) -> SqlTraceStore:

@@ -8,10 +8,11 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from citetrace.kit.timestamps import utc_now
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from google.protobuf import timestamp_pb2
 
-from services.scheduler_gateway.core import day_bounds_utc, utc_now
+from services.scheduler_gateway.core import day_bounds_utc
 
 from .conftest import UTC, FixedClock, gateway, load
 

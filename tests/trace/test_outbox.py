@@ -16,7 +16,8 @@ from pathlib import Path
 import grpc
 import pytest
 from citetrace.kit.auth import bearer_metadata, mint_token
-from citetrace.outbox import PermanentDeliveryError, TraceOutbox, grpc_deliverer
+from citetrace.kit.trace_client import TraceClient
+from citetrace.outbox import PermanentDeliveryError, TraceOutbox, trace_deliverer
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -180,7 +181,7 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
     target = f"127.0.0.1:{port}"
     log = tmp_path / "trace.log"
     proc = start_service(port, tmp_path / "data", auth.hs256_secret, log, database_url)
-    deliver = grpc_deliverer(target, auth, timeout=2.0)
+    deliver = trace_deliverer(TraceClient(target, auth, caller="orchestrator", timeout=2.0))
     outbox_path = tmp_path / "orchestrator" / "outbox.db"
     outbox = TraceOutbox(outbox_path, deliver, min_backoff=0.1, max_backoff=0.5, poll_interval=0.2)
     outbox.start()

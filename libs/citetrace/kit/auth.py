@@ -15,12 +15,13 @@ from pathlib import Path
 
 import jwt
 
+from citetrace import vocab
 from citetrace.kit.errors import Unauthenticated
 from citetrace.kit.settings import require
 
 AUTHORIZATION = "authorization"
-ROLE_SERVICE = "service"
-ROLE_PATIENT = "patient"
+ROLE_SERVICE = vocab.SERVICE
+ROLE_PATIENT = vocab.PATIENT
 SERVICE_SUBJECT_PREFIX = "service:"
 
 

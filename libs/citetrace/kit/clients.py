@@ -1,5 +1,7 @@
 """Client helpers: channels with OpenTelemetry context propagation, the caller's bearer token
-forwarded downstream, and a deadline on every call (never longer than the incoming call's)."""
+forwarded downstream, a deadline on every call (never longer than the incoming call's), and the one
+mapping of a failed call to the kit's DomainError (`domain_error`), so callers branch on domain
+errors and never on grpc status codes."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from grpc_status import rpc_status
 from opentelemetry.instrumentation.grpc import client_interceptor as otel_client_interceptor
 from opentelemetry.instrumentation.grpc import grpcext
 
+from citetrace.kit import errors
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.context import current_token, remaining_seconds
 
@@ -79,3 +82,44 @@ def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
             detail.Unpack(info)
             return info
     return None
+
+
+_ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.DomainError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: errors.NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyExists,
+    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
+    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
+    grpc.StatusCode.FAILED_PRECONDITION: errors.FailedPrecondition,
+    grpc.StatusCode.ABORTED: errors.Aborted,
+    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: errors.DeadlineExceeded,
+    grpc.StatusCode.UNIMPLEMENTED: errors.Unimplemented,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhausted,
+    grpc.StatusCode.DATA_LOSS: errors.DataLoss,
+    # A call that failed without a status (connection reset, channel closed) is worth retrying.
+    grpc.StatusCode.UNKNOWN: errors.Unavailable,
+}
+
+
+def domain_error(error: grpc.RpcError, service: str) -> errors.DomainError:
+    """The kit DomainError of a failed call to `service`: the same canonical code (INTERNAL for the
+    codes the domain does not use), the server's ErrorInfo reason (else the code's name), its
+    message, and metadata `service` (who answered so) plus the ErrorInfo's own metadata (e.g. the
+    passage_id a NOT_FOUND names)."""
+    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+    code = code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN
+    info = error_info(error) if hasattr(error, "trailing_metadata") else None
+    reason = info.reason if info is not None and info.reason else code.name
+    details = error.details() if hasattr(error, "details") else str(error)
+    metadata = {**(dict(info.metadata) if info is not None else {}), "service": service}
+    return _ERROR_BY_CODE.get(code, errors.DomainError)(reason, details or code.name, **metadata)
+
+
+def invoke(method: Callable[..., Any], request: Any, service: str, *, timeout: float | None = None,
+           token: str | None = None) -> Any:
+    """`call`, with a failure raised as the DomainError of `domain_error`."""
+    try:
+        return call(method, request, timeout=timeout, token=token)
+    except grpc.RpcError as err:
+        raise domain_error(err, service) from None

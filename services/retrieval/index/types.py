@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Literal
 
 import numpy as np
+from citetrace.vocab import APPROVED, VERSION_STATUSES
 
-PassageStatus = Literal["draft", "approved", "retired"]
-PASSAGE_STATUSES: frozenset[str] = frozenset({"draft", "approved", "retired"})
-ELIGIBLE_STATUS = "approved"
+PassageStatus = Literal["draft", "approved", "retired"]  # citetrace.vocab.VERSION_STATUSES
+PASSAGE_STATUSES: frozenset[str] = frozenset(VERSION_STATUSES)
+ELIGIBLE_STATUS = APPROVED
 
 FusionMethod = Literal["rrf", "minmax", "zscore"]
 SearchMode = Literal["hybrid", "lexical", "vector"]

@@ -6,14 +6,9 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from citetrace.identity import passage_id_of, sha256_hex, version_id_of  # noqa: F401 - re-exported
+from citetrace.vocab import APPROVED
 
 from .sealing import Seal
-
-DRAFT, APPROVED, RETIRED = "draft", "approved", "retired"
-STATUSES = (DRAFT, APPROVED, RETIRED)
-# The only legal moves of SetVersionStatus (setting the current status again is a no-op).
-TRANSITIONS = {(DRAFT, APPROVED), (APPROVED, RETIRED)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,17 +13,15 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import bindparam, create_engine, event, func, select, tuple_
+from citetrace.kit import sql as kit_sql
+from citetrace.vocab import APPROVED, RETIRED
+from sqlalchemy import bindparam, func, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .models import DocumentRow, PassageRow, VersionEventOutboxRow, VersionRow
 from .records import (
-    APPROVED,
-    RETIRED,
     RETIRED_EVENT,
     SUPERSEDED_EVENT,
     DocumentRecord,
@@ -61,22 +59,7 @@ class VersionConflict(Exception):
 
 
 def make_engine(url: str, sqlite_synchronous: str = "FULL") -> Engine:
-    if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # noqa: ANN001
-            cursor = dbapi_conn.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA synchronous={sqlite_synchronous}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.close()
-
-        return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    return kit_sql.make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=10, max_overflow=10)
 
 
 def _version_record(row: VersionRow, source_class: str) -> VersionRecord:
@@ -160,12 +143,8 @@ class Store:
         self.sealer = sealer
 
     def migrate(self) -> None:
-        """Brings the schema to the newest migration (idempotent)."""
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        with self.engine.begin() as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+        """Brings the schema to the newest migration (idempotent; one replica at a time)."""
+        kit_sql.alembic_upgrade(self.engine, "retrieval", MIGRATIONS)
 
     def close(self) -> None:
         self.engine.dispose()
