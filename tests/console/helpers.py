@@ -1,0 +1,84 @@
+"""What a person does in the console, as Playwright steps, and the checks the browser tests share."""
+
+from __future__ import annotations
+
+import grpc
+from citetrace.kit.auth import bearer_metadata
+from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
+from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+
+from console.conftest import AXE, SCREENSHOTS
+
+ALL_ROLES = ("patient", "staff", "reviewer", "auditor", "policy_admin")
+ARRIVAL_Q = "When should I arrive for my appointment at Northside Family Clinic?"
+
+
+def sign_in(page, base_url: str, tenant: str = "acme-health", roles=("patient",), user: str = "console-user") -> None:
+    page.goto(f"{base_url}/sign-in")
+    page.fill("#tenant", tenant)
+    for role in ALL_ROLES:
+        box = page.locator(f"input[name=roles][value={role}]")
+        box.check() if role in roles else box.uncheck()
+    page.fill("#user", user)
+    page.click("form.stack-form button[type=submit]")
+    page.wait_for_url(f"{base_url}/")
+
+
+def sign_out(page) -> None:
+    page.click("form[action='/sign-out'] button")
+    page.wait_for_url("**/sign-in")
+
+
+def ask(page, question: str, location_id: str = "") -> None:
+    page.fill("#question", question)
+    if location_id:
+        page.select_option("#location_id", location_id)
+    page.click("form.ask-form button[type=submit]")
+    page.wait_for_selector("section.answer, .part--unavailable[role=alert]")
+
+
+def open_marker(page, marker) -> None:
+    marker.click()
+    wait_panel(page)
+
+
+def wait_panel(page) -> None:
+    page.wait_for_selector("#evidence-panel[data-state=open], #evidence-panel[data-state=refused]")
+
+
+def passage_text(stack, passage_id: str, tenant: str = "acme-health", roles=("auditor",)) -> tuple[str, object]:
+    """The passage as retrieval serves it (ground truth for what the panel must show)."""
+    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+        reply = ret_grpc.RetrievalServiceStub(channel).GetPassages(
+            ret_pb.GetPassagesRequest(passage_ids=[passage_id]), timeout=10,
+            metadata=bearer_metadata(stack.token(tenant, roles)))
+    return reply.passages[0].text, reply.passages[0].identity
+
+
+def axe_serious(page) -> list[dict]:
+    """axe-core (the npm package, injected) on the page as it is now: violations of impact
+    serious or critical, with the offending nodes."""
+    # Evaluated over the DevTools protocol: the console's CSP (no inline script) stays on.
+    page.evaluate(_axe_source() + "\n;true")
+    result = page.evaluate("""async () => {
+        const r = await axe.run(document, {resultTypes: ['violations']});
+        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                       nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}));
+    }""")
+    return [v for v in result if v["impact"] in ("serious", "critical")]
+
+
+_AXE_SOURCE: list[str] = []
+
+
+def _axe_source() -> str:
+    if not _AXE_SOURCE:
+        _AXE_SOURCE.append(AXE.read_text())
+    return _AXE_SOURCE[0]
+
+
+def screenshot(page, name: str, full_page: bool = False) -> str:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path), full_page=full_page)
+    return str(path)
