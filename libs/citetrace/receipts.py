@@ -4,14 +4,13 @@ and whether each cited passage can still be read today by the same caller."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import grpc
 from google.protobuf import json_format
 
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.auth import bearer_metadata
-from citetrace.kit.clients import error_info
+from citetrace.kit.clients import domain_error
+from citetrace.kit.timestamps import iso_z, utc_now
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
@@ -43,8 +42,8 @@ def check_retrievable(retrieval_stub, token: str, passage_ids: list[str], timeou
             if err.code() == grpc.StatusCode.NOT_FOUND:
                 results[pid] = {"retrievable": False, "reason": "NOT_FOUND", "status": ""}
                 continue
-            info = error_info(err)
-            return results, f"{err.code().name} {info.reason if info else ''}: {err.details()}".strip()
+            error = domain_error(err, "retrieval")
+            return results, f"{error.code.value} [{error.reason}]: {error.message}"
         status = {v.version_id: v.status for v in reply.versions}
         passage = reply.passages[0] if reply.passages else None
         if passage is None:
@@ -94,7 +93,7 @@ def build_receipt(reply: pb.GetTraceResponse, availability: dict[str, dict], ava
                                     "version_id": entry.get("version_id", ""), "reason": state["reason"]})
     return {
         "receipt_version": RECEIPT_VERSION,
-        "exported_at": dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z"),
+        "exported_at": iso_z(utc_now()),
         "trace_id": rec.trace_id,
         "tenant_id": rec.tenant_id,
         "chain": {"sequence": str(rec.sequence), "previous_hash": rec.previous_hash,
@@ -109,4 +108,5 @@ def build_receipt(reply: pb.GetTraceResponse, availability: dict[str, dict], ava
         "record": to_dict(rec),
         "reviews": [to_dict(r) for r in reply.reviews],
         "redactions": [to_dict(r) for r in reply.redactions],
+        "links": [to_dict(link) for link in reply.links],
     }

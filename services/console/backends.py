@@ -9,7 +9,8 @@ from typing import Protocol
 
 import grpc
 from citetrace.common.v1 import common_pb2
-from citetrace.kit.clients import call, error_info, stub
+from citetrace.kit import errors
+from citetrace.kit.clients import call, domain_error, stub
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
@@ -50,22 +51,17 @@ class SignInAgain(BackendError):
     """UNAUTHENTICATED: the token expired or is invalid."""
 
 
-_HIDDEN = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED}
-_DOWN = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
-
-
-def translate(err: grpc.RpcError, *, hide_denied: bool = True) -> BackendError:
-    code = err.code()
-    info = error_info(err)
-    reason = info.reason if info is not None else ""
-    args = (code.name, reason, err.details() or "")
-    if code == grpc.StatusCode.NOT_FOUND or (hide_denied and code in _HIDDEN):
+def translate(err: grpc.RpcError, service: str, *, hide_denied: bool = True) -> BackendError:
+    """The kit's mapping of a failed call (code, ErrorInfo reason), sorted into what a page shows."""
+    error = domain_error(err, service)
+    args = (error.code.value, error.reason, error.message)
+    if isinstance(error, errors.NotFound) or (hide_denied and isinstance(error, errors.PermissionDenied)):
         return NotVisible(*args)
-    if code in _DOWN:
+    if isinstance(error, errors.Unavailable | errors.DeadlineExceeded):
         return Unavailable(*args)
-    if code == grpc.StatusCode.DATA_LOSS:
+    if isinstance(error, errors.DataLoss):
         return IntegrityFailure(*args)
-    if code == grpc.StatusCode.UNAUTHENTICATED:
+    if isinstance(error, errors.Unauthenticated):
         return SignInAgain(*args)
     return Rejected(*args)
 
@@ -112,20 +108,22 @@ class GrpcBackends:
         self._ask_timeout = ask_timeout
         self._timeout = call_timeout
 
-    def _call(self, method, request, token: str, timeout: float | None = None, hide_denied: bool = True):
+    def _call(self, service: str, method, request, token: str, timeout: float | None = None,
+              hide_denied: bool = True):
         try:
             return call(method, request, timeout=timeout or self._timeout, token=token)
         except grpc.RpcError as err:
-            raise translate(err, hide_denied=hide_denied) from err
+            raise translate(err, service, hide_denied=hide_denied) from None
 
     def ask(self, token: str, request: orch_pb.AskRequest) -> orch_pb.AskResponse:
-        return self._call(self._orchestrator.Ask, request, token, self._ask_timeout, hide_denied=False)
+        return self._call("orchestrator", self._orchestrator.Ask, request, token, self._ask_timeout,
+                          hide_denied=False)
 
     def locations(self, token: str) -> list[sched_pb.Location]:
         out: list[sched_pb.Location] = []
         page = ""
         while True:
-            reply = self._call(self._scheduler.ListLocations,
+            reply = self._call("scheduler_gateway", self._scheduler.ListLocations,
                                sched_pb.ListLocationsRequest(page_size=100, page_token=page), token)
             out.extend(reply.locations)
             page = reply.next_page_token
@@ -133,7 +131,8 @@ class GrpcBackends:
                 return out
 
     def passage(self, token: str, passage_id: str) -> tuple[common_pb2.Passage, common_pb2.DocumentVersion]:
-        reply = self._call(self._retrieval.GetPassages, ret_pb.GetPassagesRequest(passage_ids=[passage_id]), token)
+        reply = self._call("retrieval", self._retrieval.GetPassages,
+                           ret_pb.GetPassagesRequest(passage_ids=[passage_id]), token)
         return _one(reply, passage_id)
 
     def version_text(self, token: str, version_id: str, length: int | None = None) -> VersionText:
@@ -141,25 +140,25 @@ class GrpcBackends:
         # tells it (and whether this reader may read the version at all); the second read serves the
         # whole text, which retrieval checks against the version ID before serving it.
         if length is None:
-            head = self._call(self._retrieval.GetPassages, ret_pb.GetPassagesRequest(
+            head = self._call("retrieval", self._retrieval.GetPassages, ret_pb.GetPassagesRequest(
                 spans=[ret_pb.SpanRef(version_id=version_id, start=0, end=1)]), token)
             length = _one(head, version_id)[1].text_length
-        whole = self._call(self._retrieval.GetPassages, ret_pb.GetPassagesRequest(
+        whole = self._call("retrieval", self._retrieval.GetPassages, ret_pb.GetPassagesRequest(
             spans=[ret_pb.SpanRef(version_id=version_id, start=0, end=length)]), token)
         passage, version = _one(whole, version_id)
         return VersionText(version=version, text=passage.text)
 
     def trace(self, token: str, trace_id: str) -> trace_pb.GetTraceResponse:
-        return self._call(self._trace.GetTrace, trace_pb.GetTraceRequest(trace_id=trace_id), token)
+        return self._call("trace", self._trace.GetTrace, trace_pb.GetTraceRequest(trace_id=trace_id), token)
 
     def list_traces(self, token: str, request: trace_pb.ListTracesRequest) -> trace_pb.ListTracesResponse:
-        return self._call(self._trace.ListTraces, request, token)
+        return self._call("trace", self._trace.ListTraces, request, token)
 
     def record_review(self, token: str, request: trace_pb.RecordReviewRequest) -> trace_pb.Review:
-        return self._call(self._trace.RecordReview, request, token, hide_denied=False).review
+        return self._call("trace", self._trace.RecordReview, request, token, hide_denied=False).review
 
     def verify_chain(self, token: str) -> trace_pb.VerifyChainResponse:
-        return self._call(self._trace.VerifyChain, trace_pb.VerifyChainRequest(), token, timeout=30.0)
+        return self._call("trace", self._trace.VerifyChain, trace_pb.VerifyChainRequest(), token, timeout=30.0)
 
     def passages_retrievable(self, token: str, passage_ids: list[str]) -> tuple[dict[str, dict], str]:
         from citetrace.receipts import check_retrievable

@@ -88,6 +88,26 @@ class ReviewRow:
 
 
 @dataclasses.dataclass(frozen=True)
+class LinkRow:
+    """A later link of the chain about this answer (e.g. an action on a proposal it made)."""
+
+    sequence: int
+    kind: str
+    what: str
+    when: str
+    link_hash: str
+
+
+def _link_row(link: pb.ChainLink) -> LinkRow:
+    what = ""
+    if link.HasField("action"):
+        action = link.action
+        what = (f"{enum_label(pb.ActionEventKind, action.kind, 'ACTION_EVENT_KIND_').lower().replace('_', ' ')}"
+                f" by {action.actor_ref or '-'}" + (f", proposal {action.proposal_id}" if action.proposal_id else ""))
+    return LinkRow(link.sequence, link.kind, what, when(link.created_at), link.link_hash)
+
+
+@dataclasses.dataclass(frozen=True)
 class ReceiptView:
     trace_id: str
     created_at: str
@@ -108,6 +128,7 @@ class ReceiptView:
     source_policy_version: str
     reviews: tuple[ReviewRow, ...]
     redactions: tuple[str, ...]
+    links: tuple[LinkRow, ...]
 
 
 def _settings_rows(settings) -> tuple[tuple[str, str], ...]:
@@ -200,4 +221,5 @@ def build_receipt_view(reply: pb.GetTraceResponse) -> ReceiptView:
         reviews=tuple(ReviewRow(DECISION_NAMES.get(x.decision, "unspecified"), x.reviewer_ref, x.rubric_note,
                                 when(x.created_at), x.answer_record_hash, tuple(x.evidence_version_ids))
                       for x in reply.reviews),
-        redactions=tuple(f"{when(x.redacted_at)}: {x.reason}" for x in reply.redactions))
+        redactions=tuple(f"{when(x.redacted_at)}: {x.reason}" for x in reply.redactions),
+        links=tuple(_link_row(link) for link in reply.links))

@@ -15,7 +15,7 @@ import hmac
 import re
 import secrets
 
-from citetrace.kit import roles as R
+from citetrace import vocab as R
 from citetrace.kit.auth import AuthSettings, Principal, TokenVerifier, mint_token
 from citetrace.kit.errors import Unauthenticated
 from starlette.requests import Request
