@@ -69,6 +69,8 @@ NEXT_ACTIONS: dict[int, str] = {
     c.NEXT_ACTION_ANSWER_CLARIFICATION: "Answer the question below to continue.",
     c.NEXT_ACTION_CONFIRM_SLOT: "To book, pick a slot with the appointment desk or your booking app.",
     c.NEXT_ACTION_RETRY_LATER: "Try again in a few minutes.",
+    c.NEXT_ACTION_CONFIRM_CHANGE: "A change to your appointment is proposed: confirm or reject it in your booking app.",
+    c.NEXT_ACTION_VERIFY_CONTACT_DETAILS: "Contact details change only through the clinic's verification process.",
 }
 
 PART_KINDS: dict[int, str] = {
