@@ -10,62 +10,36 @@ it. Delivery is at least once; the trace service ignores an identical repeated e
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
-from citetrace.kit.relay import Relay, backoff_seconds
+from citetrace.kit.relay import TableRelay
 
 from services.retrieval.store.records import VersionEvent
 from services.retrieval.store.store import Store
 
-log = logging.getLogger("citetrace.retrieval.version_events")
+
+class _VersionEventTable:
+    """The store's version-event outbox as a kit TableOutbox."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def due(self, now: datetime) -> Sequence[VersionEvent]:
+        return self.store.due_version_events(now)
+
+    def mark_delivered(self, row_id: int, now: datetime) -> None:
+        self.store.mark_event_delivered(row_id, now)
+
+    def mark_failed(self, row_id: int, error: str, next_attempt_at: datetime) -> None:
+        self.store.mark_event_failed(row_id, error, next_attempt_at)
 
 
-class VersionEventRelay:
+class VersionEventRelay(TableRelay):
     def __init__(self, store: Store, deliver: Callable[[VersionEvent], None], *, poll_seconds: float = 2.0,
                  backoff_base_seconds: float = 0.5, backoff_max_seconds: float = 30.0,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.store = store
-        self.deliver = deliver
-        self.backoff_base_seconds = backoff_base_seconds
-        self.backoff_max_seconds = backoff_max_seconds
-        self.clock = clock or (lambda: datetime.now(UTC))
-        self._relay = Relay("retrieval-version-events", self._background_pass, poll_seconds=poll_seconds)
-        self._pass_lock = threading.Lock()
-
-    def start(self) -> None:
-        self._relay.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._relay.stop(timeout)
-
-    def wake(self) -> None:
-        """A new event was committed: deliver it now rather than at the next poll."""
-        self._relay.wake()
-
-    def deliver_due(self) -> int:
-        """One pass over the due events; returns how many were delivered."""
-        delivered = 0
-        with self._pass_lock:
-            for event in self.store.due_version_events(self.clock()):
-                if self._relay.stopping:
-                    break
-                try:
-                    self.deliver(event)
-                except Exception as exc:  # noqa: BLE001 - any failure means: try again later
-                    delay = backoff_seconds(event.attempts + 1, self.backoff_base_seconds, self.backoff_max_seconds)
-                    self.store.mark_event_failed(event.id, f"{type(exc).__name__}: {exc}",
-                                                 self.clock() + timedelta(seconds=delay))
-                    log.warning("retrieval: version event %d (%s %s) not delivered to trace (attempt %d), "
-                                "retry in %.1f s: %s", event.id, event.kind, event.version_id,
-                                event.attempts + 1, delay, exc)
-                    continue
-                self.store.mark_event_delivered(event.id, self.clock())
-                delivered += 1
-        return delivered
-
-    def _background_pass(self) -> float:
-        self.deliver_due()
-        return self._relay.poll_seconds
+        super().__init__("retrieval-version-events", _VersionEventTable(store), deliver, poll_seconds=poll_seconds,
+                         backoff_base_seconds=backoff_base_seconds, backoff_max_seconds=backoff_max_seconds,
+                         clock=clock, describe=lambda e: f"version event {e.id} ({e.kind} {e.version_id})")

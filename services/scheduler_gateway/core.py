@@ -75,6 +75,8 @@ class SchedulerCore:
         self.source = source
         self.limits = limits or Limits()
         self.clock = clock
+        # Called after a booking committed an action event (wakes the relay to trace).
+        self.on_events: Callable[[], None] = _nothing
 
     # -- FindSlots -------------------------------------------------------------------------------
 
@@ -187,6 +189,8 @@ class SchedulerCore:
                 patient, self.clock(), idempotency=idem, actor_ref=access.actor_ref(principal),
             )
             span.set_attribute("citetrace.result", outcome.result)
+        if is_confirmed(outcome):
+            self.on_events()
         if outcome.result == SLOT_NOT_FOUND:
             # The same answer for a slot of another tenant, outside the caller's locations, or none.
             raise NotFound("SLOT_NOT_FOUND", f"slot {slot_id!r} was not found", field="slot_id")
@@ -204,6 +208,10 @@ class SchedulerCore:
             rows = rows[:size]
             next_token = encode_token({"v": 1, "t": short_hash(principal.tenant_id), "l": rows[-1].location_id})
         return LocationsPage(rows, next_token)
+
+
+def _nothing() -> None:
+    return None
 
 
 def is_confirmed(outcome: ConfirmOutcome) -> bool:

@@ -358,3 +358,14 @@ class Idempotency:
     key: str
     operation: str
     fingerprint: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingEvent:
+    """An action event waiting in the outbox for delivery to the trace service."""
+
+    id: int
+    tenant_id: str
+    event_id: str
+    payload: dict
+    attempts: int

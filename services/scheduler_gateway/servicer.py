@@ -3,78 +3,43 @@ record behind the SlotSource interface (domain.py); the default is the SQL sourc
 
 from __future__ import annotations
 
-from citetrace.common.v1 import appointments_pb2 as ap_pb
-from citetrace.common.v1 import common_pb2
+import logging
+
+from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument, Unimplemented
 from citetrace.kit.server import ServiceSpec
+from citetrace.kit.settings import SettingsError, load_settings
 from citetrace.kit.timestamps import field_time, to_timestamp
+from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
-from google.protobuf import json_format, timestamp_pb2
 
-from services.scheduler_gateway import domain as d
 from services.scheduler_gateway.background import Periodic
+from services.scheduler_gateway.convert import (
+    APPOINTMENT_STATUS,
+    CHANGE_KIND,
+    CONFIRM_PROPOSAL_MESSAGE,
+    CONFIRM_PROPOSAL_RESULT,
+    PROPOSAL_STATUS,
+    appointment_to_proto,
+    consequence_from_proto,
+    inverse,
+    proposal_to_proto,
+    slot_to_proto,
+)
 from services.scheduler_gateway.core import FindSlotsInput, Limits, SchedulerCore, is_confirmed
 from services.scheduler_gateway.domain import (
-    BUSY,
-    BUSY_TENTATIVE,
-    BUSY_UNAVAILABLE,
-    ENTERED_IN_ERROR,
-    FREE,
-    AppointmentRecord,
-    Consequence,
-    ProposalRecord,
     SlotChoice,
-    SlotRecord,
     SlotSource,
 )
 from services.scheduler_gateway.schema import default_database_url
 from services.scheduler_gateway.sql_source import SqlSlotSource
 from services.scheduler_gateway.sql_workflow import SqlWorkflowStore
+from services.scheduler_gateway.trace_events import action_event_relay
 from services.scheduler_gateway.workflow import ProposeInput, WorkflowCore, WorkflowLimits
 
-_STATUS = {
-    FREE: common_pb2.SLOT_STATUS_FREE,
-    BUSY: common_pb2.SLOT_STATUS_BUSY,
-    BUSY_UNAVAILABLE: common_pb2.SLOT_STATUS_BUSY_UNAVAILABLE,
-    BUSY_TENTATIVE: common_pb2.SLOT_STATUS_BUSY_TENTATIVE,
-    ENTERED_IN_ERROR: common_pb2.SLOT_STATUS_ENTERED_IN_ERROR,
-}
-
-
-_APPOINTMENT_STATUS = {
-    d.APPOINTMENT_BOOKED: ap_pb.APPOINTMENT_STATUS_BOOKED,
-    d.APPOINTMENT_CANCELLED: ap_pb.APPOINTMENT_STATUS_CANCELLED,
-    d.APPOINTMENT_FULFILLED: ap_pb.APPOINTMENT_STATUS_FULFILLED,
-    d.APPOINTMENT_NOSHOW: ap_pb.APPOINTMENT_STATUS_NOSHOW,
-    d.APPOINTMENT_ENTERED_IN_ERROR: ap_pb.APPOINTMENT_STATUS_ENTERED_IN_ERROR,
-}
-_CHANGE_KIND = {d.BOOK: ap_pb.CHANGE_KIND_BOOK, d.RESCHEDULE: ap_pb.CHANGE_KIND_RESCHEDULE,
-                d.CANCEL: ap_pb.CHANGE_KIND_CANCEL}
-_PROPOSAL_STATUS = {
-    d.PENDING: ap_pb.PROPOSAL_STATUS_PENDING, d.PROPOSAL_CONFIRMED: ap_pb.PROPOSAL_STATUS_CONFIRMED,
-    d.REJECTED: ap_pb.PROPOSAL_STATUS_REJECTED, d.EXPIRED: ap_pb.PROPOSAL_STATUS_EXPIRED,
-    d.FAILED: ap_pb.PROPOSAL_STATUS_FAILED,
-}
-_CONSEQUENCE_KIND = {
-    d.FEE: ap_pb.CONSEQUENCE_KIND_FEE, d.REVIEW_REQUIRED: ap_pb.CONSEQUENCE_KIND_REVIEW_REQUIRED,
-    d.POLICY_TERM: ap_pb.CONSEQUENCE_KIND_POLICY_TERM, d.TERMS_UNVERIFIED: ap_pb.CONSEQUENCE_KIND_TERMS_UNVERIFIED,
-}
-_CONFIRM_PROPOSAL_RESULT = {
-    d.CONFIRMED: pb.CONFIRM_PROPOSAL_RESULT_CONFIRMED,
-    d.SLOT_NO_LONGER_AVAILABLE: pb.CONFIRM_PROPOSAL_RESULT_SLOT_NO_LONGER_AVAILABLE,
-    d.APPOINTMENT_CHANGED: pb.CONFIRM_PROPOSAL_RESULT_APPOINTMENT_CHANGED,
-}
-_CONFIRM_PROPOSAL_MESSAGE = {
-    d.CONFIRMED: "the change is done",
-    d.SLOT_NO_LONGER_AVAILABLE: "the chosen slot is no longer available (taken, changed or started)",
-    d.APPOINTMENT_CHANGED: "the appointment changed since the proposal was made; nothing was changed",
-}
-
-
-def _inverse(mapping: dict) -> dict:
-    return {v: k for k, v in mapping.items()}
+log = logging.getLogger("citetrace.scheduler_gateway")
 
 
 class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
@@ -160,7 +125,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
     # -- appointments and proposals --------------------------------------------------------------
 
     def ListAppointments(self, request, context):
-        statuses = [_inverse(_APPOINTMENT_STATUS).get(v) for v in request.statuses]
+        statuses = [inverse(APPOINTMENT_STATUS).get(v) for v in request.statuses]
         if None in statuses:
             raise InvalidArgument("UNKNOWN_APPOINTMENT_STATUS", "statuses holds an unknown value", field="statuses")
         page = self._workflow().list_appointments(
@@ -176,7 +141,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
         return pb.GetAppointmentResponse(appointment=appointment_to_proto(found, to_timestamp(self._workflow().clock())))
 
     def ProposeChange(self, request, context):
-        kind = _inverse(_CHANGE_KIND).get(request.kind, "")
+        kind = inverse(CHANGE_KIND).get(request.kind, "")
         record = self._workflow().propose(current_principal(), ProposeInput(
             kind=kind, appointment_id=request.appointment_id,
             expected_appointment_version=request.expected_appointment_version,
@@ -191,7 +156,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
             self._workflow().get_proposal(current_principal(), request.proposal_id)))
 
     def ListProposals(self, request, context):
-        statuses = [_inverse(_PROPOSAL_STATUS).get(v) for v in request.statuses]
+        statuses = [inverse(PROPOSAL_STATUS).get(v) for v in request.statuses]
         if None in statuses:
             raise InvalidArgument("UNKNOWN_PROPOSAL_STATUS", "statuses holds an unknown value", field="statuses")
         page = self._workflow().list_proposals(current_principal(), statuses, request.review_required_only,
@@ -204,10 +169,10 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
                                            request.idempotency_key)
         read_at = to_timestamp(self._workflow().clock())
         return pb.ConfirmProposalResponse(
-            result=_CONFIRM_PROPOSAL_RESULT[outcome.result], proposal=proposal_to_proto(outcome.proposal),
+            result=CONFIRM_PROPOSAL_RESULT[outcome.result], proposal=proposal_to_proto(outcome.proposal),
             appointment=appointment_to_proto(outcome.appointment, read_at) if outcome.appointment else None,
             slot=slot_to_proto(outcome.slot, read_at) if outcome.slot else None,
-            message=_CONFIRM_PROPOSAL_MESSAGE[outcome.result])
+            message=CONFIRM_PROPOSAL_MESSAGE[outcome.result])
 
     def RejectProposal(self, request, context):
         record = self._workflow().reject(current_principal(), request.proposal_id, request.note,
@@ -215,83 +180,19 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
         return pb.RejectProposalResponse(proposal=proposal_to_proto(record))
 
 
-def appointment_to_proto(appointment: AppointmentRecord, as_of: timestamp_pb2.Timestamp) -> ap_pb.Appointment:
-    slot = appointment.slot
-    return ap_pb.Appointment(
-        appointment_id=appointment.appointment_id, patient_ref=appointment.patient_ref,
-        status=_APPOINTMENT_STATUS.get(appointment.status, ap_pb.APPOINTMENT_STATUS_UNSPECIFIED),
-        version=appointment.version, slot_id=slot.slot_id, location_id=slot.location_id,
-        location_name=slot.location_name, clinic_name=slot.clinic_name, time_zone=slot.time_zone,
-        provider_id=slot.provider_id, provider_name=slot.provider_name, specialty=slot.specialty,
-        appointment_type=slot.appointment_type, start_time=to_timestamp(slot.start), end_time=to_timestamp(slot.end),
-        updated_at=to_timestamp(appointment.updated_at), as_of=as_of,
-    )
-
-
-def consequence_from_proto(message: ap_pb.PolicyConsequence) -> Consequence:
-    return Consequence(
-        kind=_inverse(_CONSEQUENCE_KIND).get(message.kind, ""), text=message.text,
-        citations=tuple(json_format.MessageToDict(c, preserving_proto_field_name=True) for c in message.citations),
-        support=common_pb2.SupportVerdict.Name(message.support).removeprefix("SUPPORT_VERDICT_"),
-        explanation=message.explanation, part_id=message.part_id,
-    )
-
-
-def consequence_to_proto(consequence: Consequence) -> ap_pb.PolicyConsequence:
-    return ap_pb.PolicyConsequence(
-        kind=_CONSEQUENCE_KIND.get(consequence.kind, ap_pb.CONSEQUENCE_KIND_UNSPECIFIED), text=consequence.text,
-        citations=[json_format.ParseDict(c, common_pb2.Citation(), ignore_unknown_fields=True)
-                   for c in consequence.citations],
-        support=common_pb2.SupportVerdict.Value(f"SUPPORT_VERDICT_{consequence.support or 'UNSPECIFIED'}"),
-        explanation=consequence.explanation, part_id=consequence.part_id,
-    )
-
-
-def proposal_to_proto(proposal: ProposalRecord) -> ap_pb.Proposal:
-    created = to_timestamp(proposal.created_at)
-    return ap_pb.Proposal(
-        proposal_id=proposal.proposal_id, kind=_CHANGE_KIND[proposal.kind], status=_PROPOSAL_STATUS[proposal.status],
-        patient_ref=proposal.patient_ref,
-        appointment=appointment_to_proto(proposal.appointment, created) if proposal.appointment else None,
-        options=[slot_to_proto(o, created) for o in proposal.options],
-        consequences=[consequence_to_proto(c) for c in proposal.consequences],
-        review_required=proposal.review_required, review_reason=proposal.review_reason, created_at=created,
-        expires_at=to_timestamp(proposal.expires_at),
-        decided_at=to_timestamp(proposal.decided_at) if proposal.decided_at else None,
-        created_by_ref=proposal.created_by_ref, decided_by_ref=proposal.decided_by_ref,
-        ask_trace_id=proposal.ask_trace_id, chosen_slot_id=proposal.chosen_slot_id,
-        result_appointment_id=proposal.result_appointment_id, outcome_reason=proposal.outcome_reason,
-        decision_note=proposal.decision_note, consequence_rules_version=proposal.consequence_rules_version,
-        policy_version_ids=list(proposal.policy_version_ids), version=proposal.version,
-    )
-
-
-def slot_to_proto(slot: SlotRecord, as_of: timestamp_pb2.Timestamp) -> common_pb2.Slot:
-    return common_pb2.Slot(
-        slot_id=slot.slot_id,
-        version=slot.version,
-        location_id=slot.location_id,
-        location_name=slot.location_name,
-        clinic_name=slot.clinic_name,
-        time_zone=slot.time_zone,
-        provider_id=slot.provider_id,
-        provider_name=slot.provider_name,
-        specialty=slot.specialty,
-        appointment_type=slot.appointment_type,
-        start_time=to_timestamp(slot.start),
-        end_time=to_timestamp(slot.end),
-        status=_STATUS.get(slot.status, common_pb2.SLOT_STATUS_UNSPECIFIED),
-        as_of=as_of,
-    )
-
-
-def build_spec(settings, source: SlotSource | None = None, clock=None) -> ServiceSpec:
+def build_spec(settings, source: SlotSource | None = None, clock=None, auth: AuthSettings | None = None) -> ServiceSpec:
     """The service; `source` replaces the SQL system of record (e.g. another adapter) and `clock`
     the wall clock (tests), without any change here. Appointments and proposals need the SQL
     source (a confirmation changes slots and appointments in one transaction); with another
-    source their RPCs are UNIMPLEMENTED."""
+    source their RPCs are UNIMPLEMENTED. `auth` (default: from the environment) signs the service
+    tokens that deliver action events to trace; without a signing key they stay queued."""
     if source is None:
         source = SqlSlotSource(settings.database_url or default_database_url(settings.data_dir))
+    if auth is None:
+        try:
+            auth = load_settings(AuthSettings, AUTH_PREFIX)
+        except SettingsError:
+            auth = None
     limits = Limits(
         max_range_days=settings.max_range_days,
         default_range_days=settings.default_range_days,
@@ -301,12 +202,25 @@ def build_spec(settings, source: SlotSource | None = None, clock=None) -> Servic
     core = SchedulerCore(source, limits, **clock_kw)
     workflow, background = None, []
     if isinstance(source, SqlSlotSource):
-        workflow = WorkflowCore(SqlWorkflowStore(source), WorkflowLimits(
+        store = SqlWorkflowStore(source)
+        workflow = WorkflowCore(store, WorkflowLimits(
             proposal_ttl_seconds=settings.proposal_ttl_seconds,
             review_task_ttl_seconds=settings.review_task_ttl_seconds,
             default_page_size=settings.default_page_size), **clock_kw)
         if settings.expiry_sweep_seconds > 0:
             background.append(Periodic("scheduler-proposal-expiry", settings.expiry_sweep_seconds, workflow.expire_due))
+        if settings.trace_target and can_sign(auth):
+            relay = action_event_relay(
+                store, TraceClient(settings.trace_target, auth, caller="scheduler_gateway",
+                                   timeout=settings.trace_timeout_seconds),
+                poll_seconds=settings.action_event_poll_seconds,
+                backoff_base_seconds=settings.action_event_backoff_seconds,
+                backoff_max_seconds=settings.action_event_max_backoff_seconds)
+            core.on_events = workflow.on_events = relay.wake
+            background.append(relay)
+        else:
+            log.warning("scheduler_gateway: no trace target or no CITETRACE_AUTH_* signing key: action events stay "
+                        "queued in the scheduling database")
     return ServiceSpec(
         name="scheduler_gateway",
         full_name=pb.DESCRIPTOR.services_by_name["SchedulerGatewayService"].full_name,

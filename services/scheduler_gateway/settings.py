@@ -29,6 +29,15 @@ class Settings(ServerSettings):
     proposal_ttl_seconds: int = 900
     review_task_ttl_seconds: int = 172800
     expiry_sweep_seconds: float = 30.0
+    # Action events (every proposal, confirmation, rejection, failure, expiry, direct booking) go to
+    # the trace service as links of the tenant's hash chain: queued in the scheduling database with
+    # the change, delivered in the background with exponential backoff (trace_events.py). Empty
+    # target: they stay queued.
+    trace_target: str = "127.0.0.1:50056"
+    trace_timeout_seconds: float = 5.0
+    action_event_poll_seconds: float = 2.0
+    action_event_backoff_seconds: float = 0.5
+    action_event_max_backoff_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from citetrace.kit.errors import FailedPrecondition
-from sqlalchemy import Connection, and_, exists, false, or_, select, true, update
+from sqlalchemy import Connection, and_, exists, false, func, or_, select, true, update
 
 from services.scheduler_gateway import codec
 from services.scheduler_gateway import schema as s
@@ -45,6 +45,7 @@ from services.scheduler_gateway.domain import (
     Decision,
     Idempotency,
     NewProposal,
+    PendingEvent,
     ProposalOutcome,
     ProposalQuery,
     ProposalRecord,
@@ -267,6 +268,34 @@ class SqlWorkflowStore:
                 self._end(conn, _proposal(row), EXPIRED, now, "", outcome_reason="PROPOSAL_EXPIRED",
                           event=EVENT_EXPIRED)
             return len(rows)
+
+    # -- the action-event outbox (kit TableOutbox) -----------------------------------------------
+
+    @unavailable_on_db_error
+    def due(self, now: dt.datetime, limit: int = 100) -> list[PendingEvent]:
+        ob = s.action_events_outbox
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(ob).where(ob.c.delivered_at.is_(None), ob.c.next_attempt_at <= now)
+                                .order_by(ob.c.id).limit(limit)).all()
+        return [PendingEvent(int(r.id), r.tenant_id, r.event_id, r.payload, int(r.attempts)) for r in rows]
+
+    @unavailable_on_db_error
+    def mark_delivered(self, row_id: int, now: dt.datetime) -> None:
+        ob = s.action_events_outbox
+        with writer_turn(self.engine), self.engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
+            conn.execute(update(ob).where(ob.c.id == row_id).values(delivered_at=now))
+
+    @unavailable_on_db_error
+    def mark_failed(self, row_id: int, error: str, next_attempt_at: dt.datetime) -> None:
+        ob = s.action_events_outbox
+        with writer_turn(self.engine), self.engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
+            conn.execute(update(ob).where(ob.c.id == row_id).values(
+                attempts=ob.c.attempts + 1, last_error=error[:2000], next_attempt_at=next_attempt_at))
+
+    def pending_count(self) -> int:
+        ob = s.action_events_outbox
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(ob).where(ob.c.delivered_at.is_(None))).scalar_one())
 
     # -- the change itself -------------------------------------------------------------------------
 

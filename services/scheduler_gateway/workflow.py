@@ -102,6 +102,8 @@ class WorkflowCore:
         self.store = store
         self.limits = limits or WorkflowLimits()
         self.clock = clock
+        # Called after every write that committed action events (wakes the relay to trace).
+        self.on_events: Callable[[], None] = lambda: None
 
     # -- appointments ----------------------------------------------------------------------------
 
@@ -196,6 +198,7 @@ class WorkflowCore:
         with stage(SERVICE, "scheduler.propose_change", tenant=principal.tenant_id) as span:
             record = self.store.create_proposal(new, idem)
             span.set_attribute("citetrace.review_required", record.review_required)
+        self.on_events()
         return record
 
     def _proposed_appointment(self, principal: Principal, request: ProposeInput, scope, now) -> AppointmentRecord | None:
@@ -317,8 +320,10 @@ class WorkflowCore:
             try:
                 outcome = self.store.confirm_proposal(decision, idem)
             except ProposalExpired:
+                self.on_events()
                 raise _expired(proposal) from None
             span.set_attribute("citetrace.result", outcome.result)
+        self.on_events()
         return outcome
 
     def reject(self, principal: Principal, proposal_id: str, note: str, idempotency_key: str) -> ProposalRecord:
@@ -329,9 +334,12 @@ class WorkflowCore:
                             note=_note(note))
         with stage(SERVICE, "scheduler.reject_proposal", tenant=principal.tenant_id):
             try:
-                return self.store.reject_proposal(decision, idem)
+                record = self.store.reject_proposal(decision, idem)
             except ProposalExpired:
+                self.on_events()
                 raise _expired(proposal) from None
+        self.on_events()
+        return record
 
     def _decidable(self, principal: Principal, proposal_id: str, action: str) -> ProposalRecord:
         if principal.acting_service or not principal.has_any_role((roles.PATIENT, roles.STAFF)):
@@ -367,7 +375,10 @@ class WorkflowCore:
     # -- expiry ----------------------------------------------------------------------------------
 
     def expire_due(self) -> int:
-        return self.store.expire_due(self.clock())
+        expired = self.store.expire_due(self.clock())
+        if expired:
+            self.on_events()
+        return expired
 
 
 def _required_id(value: str, field: str) -> str:

@@ -34,7 +34,12 @@ def channel(target: str) -> grpc.Channel:
     """One shared, instrumented channel per target (channels are thread-safe and expensive)."""
     with _lock:
         if target not in _channels:
-            raw = grpc.insecure_channel(target, options=[("grpc.enable_retries", 0)])
+            # A downstream that was down is found again within seconds (gRPC's default reconnect
+            # backoff grows to 120 s, which would keep an outbox relay failing long after the
+            # service came back).
+            raw = grpc.insecure_channel(target, options=[("grpc.enable_retries", 0),
+                                                         ("grpc.initial_reconnect_backoff_ms", 250),
+                                                         ("grpc.max_reconnect_backoff_ms", 2000)])
             # The OTel client interceptor is a grpcext interceptor, not a grpc.*ClientInterceptor:
             # grpc.intercept_channel rejects it, grpcext.intercept_channel wraps it.
             _raw_channels[target] = raw

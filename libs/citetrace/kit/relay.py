@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
 log = logging.getLogger("citetrace.relay")
 
@@ -67,3 +69,73 @@ class Relay:
                 wait = self.poll_seconds
             if wait > 0:
                 self._wake.wait(wait)
+
+
+class PendingRow(Protocol):
+    """A row of a table outbox: its key and how many deliveries of it failed so far."""
+
+    id: int
+    attempts: int
+
+
+class TableOutbox(Protocol):
+    """A table of events written in the transaction of the change that caused them (retrieval's
+    version events, the scheduler-gateway's action events)."""
+
+    def due(self, now: datetime) -> Sequence[PendingRow]: ...
+    def mark_delivered(self, row_id: int, now: datetime) -> None: ...
+    def mark_failed(self, row_id: int, error: str, next_attempt_at: datetime) -> None: ...
+
+
+class TableRelay:
+    """Delivers a table outbox's due rows oldest first through `deliver(row)`, marks each delivered
+    one, and on any failure schedules that row's next attempt with exponential backoff (capped).
+    Nothing is dropped: a row stays pending until delivered. Delivery is at least once, so the
+    receiver must ignore an identical repeat."""
+
+    def __init__(self, name: str, outbox: TableOutbox, deliver: Callable[[Any], None], *, poll_seconds: float = 2.0,
+                 backoff_base_seconds: float = 0.5, backoff_max_seconds: float = 30.0,
+                 clock: Callable[[], datetime] | None = None, describe: Callable[[Any], str] = repr) -> None:
+        self.name = name
+        self.outbox = outbox
+        self.deliver = deliver
+        self.backoff_base_seconds = backoff_base_seconds
+        self.backoff_max_seconds = backoff_max_seconds
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.describe = describe
+        self._relay = Relay(name, self._background_pass, poll_seconds=poll_seconds)
+        self._pass_lock = threading.Lock()
+
+    def start(self) -> None:
+        self._relay.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._relay.stop(timeout)
+
+    def wake(self) -> None:
+        """A new row was committed: deliver it now rather than at the next poll."""
+        self._relay.wake()
+
+    def deliver_due(self) -> int:
+        """One pass over the due rows; returns how many were delivered."""
+        delivered = 0
+        with self._pass_lock:
+            for row in self.outbox.due(self.clock()):
+                if self._relay.stopping:
+                    break
+                try:
+                    self.deliver(row)
+                except Exception as exc:  # noqa: BLE001 - any failure means: try again later
+                    delay = backoff_seconds(row.attempts + 1, self.backoff_base_seconds, self.backoff_max_seconds)
+                    self.outbox.mark_failed(row.id, f"{type(exc).__name__}: {exc}",
+                                            self.clock() + timedelta(seconds=delay))
+                    log.warning("%s: %s not delivered (attempt %d), retry in %.1f s: %s", self.name,
+                                self.describe(row), row.attempts + 1, delay, exc)
+                    continue
+                self.outbox.mark_delivered(row.id, self.clock())
+                delivered += 1
+        return delivered
+
+    def _background_pass(self) -> float:
+        self.deliver_due()
+        return self._relay.poll_seconds

@@ -21,7 +21,8 @@ def can_sign(auth: AuthSettings | None) -> bool:
 
 
 class TraceClient:
-    """RecordTrace and RecordVersionEvent as `caller` (the service name in the token's subject)."""
+    """RecordTrace, RecordVersionEvent and RecordActionEvent as `caller` (the service name in the
+    token's subject)."""
 
     def __init__(self, target: str, auth: AuthSettings | None, *, caller: str, timeout: float = 5.0) -> None:
         self.target = target
@@ -47,3 +48,8 @@ class TraceClient:
         reply = invoke(self._stub.RecordVersionEvent, request, SERVICE, timeout=self.timeout,
                        token=self._token(tenant_id))
         return reply.affected_traces
+
+    def record_action_event(self, tenant_id: str, event: trace_pb.ActionEvent) -> trace_pb.RecordActionEventResponse:
+        """A workflow action as a link of the tenant's chain (idempotent by event ID)."""
+        return invoke(self._stub.RecordActionEvent, trace_pb.RecordActionEventRequest(event=event), SERVICE,
+                      timeout=self.timeout, token=self._token(tenant_id))
