@@ -22,7 +22,7 @@ help:
 	@echo "make down    - stop a stack started in the background"
 	@echo "make test    - lint, then the whole test suite (starts PostgreSQL/OpenSearch as needed)"
 	@echo "make demo    - start the stack, ingest samples, ask example questions, stop"
-	@echo "make lint    - buf lint + ruff"
+	@echo "make lint    - buf lint, buf breaking against the last release, ruff"
 	@echo "make proto   - regenerate Python stubs from proto/"
 
 setup: $(STAMP)
@@ -65,6 +65,7 @@ proto-check: setup
 
 lint: setup proto-check
 	@npx --no-install buf lint
+	@$(PY) deploy/tools/proto_breaking.py
 	@$(VENV)/bin/ruff check libs services apps tests
 	@echo "lint: clean"
 

@@ -111,7 +111,7 @@ def ingest_request(doc: dict) -> pb.IngestDocumentRequest:
                                      title=doc["title"] or doc["_id"]),
         # The same text scifact_core.py indexes (title + " " + abstract): one passage, and the
         # embedding cache is shared with the in-process benchmark.
-        text=core.document_text(doc), roles=["patient"], intents=["other"], locale="en", valid_from=valid_from)
+        text=core.document_text(doc), roles=["patient"], intents=[common_pb2.INTENT_OTHER], locale="en", valid_from=valid_from)
 
 
 def ingest(stub, corpus: list[dict], metadata, workers: int) -> dict:

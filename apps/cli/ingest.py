@@ -24,7 +24,7 @@ from citetrace.common.v1 import common_pb2
 from citetrace.kit.clients import invoke
 from citetrace.kit.errors import DomainError, Unauthenticated, Unavailable
 from citetrace.kit.timestamps import NoOffset, parse_iso, to_timestamp
-from citetrace.vocab import VERSION_STATUS, VERSION_STATUSES
+from citetrace.vocab import INTENT, INTENTS, VERSION_STATUS, VERSION_STATUSES
 
 from apps.cli.common import add_data_dir, dev_token, target
 
@@ -74,7 +74,7 @@ class SourceFile:
                                          source_uri=self.source_uri),
             text=self.body, status=VERSION_STATUS.number(self.status), valid_from=to_timestamp(self.valid_from),
             valid_to=to_timestamp(self.valid_to), roles=self.roles, location_scope=self.location_scope,
-            intents=self.intents, locale=self.locale)
+            intents=[INTENT.number(i) for i in self.intents], locale=self.locale)
 
 
 def split_front_matter(raw: str) -> tuple[str, str]:
@@ -148,6 +148,9 @@ def parse_file(path: Path) -> SourceFile:
     if not roles:
         raise FrontMatterError("roles", "must name at least one audience role")
     intents = _string_list("intents", meta["intents"])
+    unknown_intents = [i for i in intents if i not in INTENTS]
+    if unknown_intents:
+        raise FrontMatterError("intents", f"{unknown_intents[0]!r} is not one of {', '.join(INTENTS)}")
     status = _string("status", meta.get("status", "approved")).lower()
     if status not in VERSION_STATUSES:
         raise FrontMatterError("status", f"{status!r} is not one of {', '.join(VERSION_STATUSES)}")

@@ -21,6 +21,7 @@ from citetrace.kit.timestamps import from_timestamp, iso_z, to_timestamp
 from citetrace.receipts import build_receipt, check_retrievable, cited_passage_ids, to_dict
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
+from citetrace.vocab import INTENT
 from google.protobuf import json_format, timestamp_pb2
 
 from apps.cli.common import add_data_dir, dev_token, fail, rpc_failure, split_list, target, time_arg
@@ -253,7 +254,7 @@ def render_part(part: pb.PartRecord) -> list[str]:
             f"candidates={s.candidate_k} fusion {s.fusion_method or '-'} rrf_k={s.rrf_k} "
             f"weights lexical={s.lexical_weight:g} vector={s.vector_weight:g} model {s.embedding_model_id or '-'}")
         add(f"  filters: roles={','.join(f.roles) or '-'} locations={','.join(f.location_ids) or 'all'} "
-            f"intents={','.join(f.intents) or '-'} locale={f.locale or '-'} "
+            f"intents={','.join(INTENT.name_or(i, str(i)) for i in f.intents) or '-'} locale={f.locale or '-'} "
             f"status={enum_name(common_pb2.VersionStatus, f.status, 'VERSION_STATUS_')} "
             f"effective_at={when(f.effective_at)}")
         add(f"  retrieved set ({len(part.retrieval.retrieved)}):")

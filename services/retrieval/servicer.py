@@ -7,13 +7,14 @@ import logging
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.context import current_principal
-from citetrace.kit.errors import InvalidArgument, Unavailable
+from citetrace.kit.errors import Unavailable
 from citetrace.kit.server import ServiceSpec
 from citetrace.kit.settings import SettingsError, load_settings
 from citetrace.kit.timestamps import field_time, to_timestamp
 from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
+from citetrace.vocab import INTENT, VERSION_STATUS
 
 from services.retrieval.core import (
     IngestCommand,
@@ -30,12 +31,6 @@ from services.retrieval.version_events import VersionEventRelay
 
 log = logging.getLogger("citetrace.retrieval")
 
-_STATUS_TO_NAME = {
-    common_pb2.VERSION_STATUS_DRAFT: "draft",
-    common_pb2.VERSION_STATUS_APPROVED: "approved",
-    common_pb2.VERSION_STATUS_RETIRED: "retired",
-}
-_NAME_TO_STATUS = {name: value for value, name in _STATUS_TO_NAME.items()}
 _MODES = {
     pb.SEARCH_MODE_UNSPECIFIED: "hybrid",
     pb.SEARCH_MODE_HYBRID: "hybrid",
@@ -83,20 +78,21 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             raise Unavailable("NOT_READY", "the retrieval service is still warming up")
         return self.core
 
+    # Every check of a request's content is the core's; enum numbers this build does not know are
+    # passed on as their number, which the core refuses by name (INVALID_STATUS, UNKNOWN_INTENT, ...).
+
     def IngestDocument(self, request, context):
-        if not request.document.document_id:
-            raise InvalidArgument("MISSING_DOCUMENT_ID", "document.document_id is required")
         d = request.document
         cmd = IngestCommand(
             document=DocumentRecord(tenant_id=d.tenant_id, document_id=d.document_id, source_class=d.source_class,
                                     title=d.title, source_uri=d.source_uri),
             text=request.text,
-            status=_status_name(request.status, allow_unspecified=True),
+            status=status_name(request.status) or None,
             valid_from=field_time(request, "valid_from"),
             valid_to=field_time(request, "valid_to"),
             roles=tuple(request.roles),
             location_scope=tuple(request.location_scope),
-            intents=tuple(request.intents),
+            intents=intent_names(request.intents),
             locale=request.locale,
         )
         outcome = self._core().ingest(current_principal(), cmd)
@@ -108,36 +104,25 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         )
 
     def SetVersionStatus(self, request, context):
-        if not request.version_id:
-            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
-        status = _status_name(request.status, allow_unspecified=False)
-        version = self._core().set_status(current_principal(), request.version_id, status)
+        version = self._core().set_status(current_principal(), request.version_id, status_name(request.status))
         return pb.SetVersionStatusResponse(version=version_to_proto(version))
 
     def Search(self, request, context):
-        if not request.query.strip():
-            raise InvalidArgument("EMPTY_QUERY", "query must contain non-whitespace text")
-        if request.mode not in _MODES:
-            raise InvalidArgument("INVALID_MODE", f"unknown search mode {request.mode}")
         scope = request.scope
         cmd = SearchCommand(
-            query=request.query, k=request.k, location_ids=tuple(scope.location_ids), intents=tuple(scope.intents),
-            locale=scope.locale, source_classes=tuple(scope.source_classes), as_of=field_time(request, "as_of"),
-            mode=_MODES[request.mode])
+            query=request.query, k=request.k, location_ids=tuple(scope.location_ids),
+            intents=intent_names(scope.intents), locale=scope.locale, source_classes=tuple(scope.source_classes),
+            as_of=field_time(request, "as_of"), mode=_MODES.get(request.mode, str(request.mode)))
         return search_to_proto(self._core().search(current_principal(), cmd))
 
     def GetPassages(self, request, context):
-        if not request.passage_ids and not request.spans:
-            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids or spans")
         spans = [SpanRequest(s.version_id, s.start, s.end) for s in request.spans]
         passages, versions = self._core().get_passages(current_principal(), list(request.passage_ids), spans)
         return pb.GetPassagesResponse(passages=[read_to_proto(p) for p in passages],
                                       versions=[version_to_proto(v) for v in versions])
 
     def ListVersions(self, request, context):
-        if request.page_size < 0:
-            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
-        status = _STATUS_TO_NAME.get(request.status) if request.status else None
+        status = status_name(request.status) or None
         versions, token = self._core().list_versions(current_principal(), request.document_id, status,
                                                      request.page_size, request.page_token)
         return pb.ListVersionsResponse(versions=[version_to_proto(v) for v in versions], next_page_token=token)
@@ -145,14 +130,17 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
 
 # --- conversions --------------------------------------------------------------------------------
 
-def _status_name(value: int, *, allow_unspecified: bool) -> str | None:
-    if value == common_pb2.VERSION_STATUS_UNSPECIFIED:
-        if allow_unspecified:
-            return None
-        raise InvalidArgument("MISSING_STATUS", "status must be DRAFT, APPROVED or RETIRED")
-    if value not in _STATUS_TO_NAME:
-        raise InvalidArgument("INVALID_STATUS", f"unknown status {value}")
-    return _STATUS_TO_NAME[value]
+def status_name(value: int) -> str:
+    """The domain name of a VersionStatus ("" for UNSPECIFIED, the number for one this build lacks)."""
+    return VERSION_STATUS.name_or(value, "" if value == common_pb2.VERSION_STATUS_UNSPECIFIED else str(value))
+
+
+def intent_names(values) -> tuple[str, ...]:
+    return tuple(INTENT.name_or(value, str(value)) for value in values)
+
+
+def intent_numbers(names) -> list[int]:
+    return [INTENT.number(name) for name in names]
 
 
 def version_to_proto(v: VersionRecord) -> common_pb2.DocumentVersion:
@@ -160,12 +148,12 @@ def version_to_proto(v: VersionRecord) -> common_pb2.DocumentVersion:
         document=common_pb2.Document(tenant_id=v.tenant_id, document_id=v.document_id,
                                      source_class=v.source_class, title=v.title, source_uri=v.source_uri),
         version_id=v.version_id,
-        status=_NAME_TO_STATUS[v.status],
+        status=VERSION_STATUS.number(v.status),
         valid_from=to_timestamp(v.valid_from),
         valid_to=to_timestamp(v.valid_to),
         roles=list(v.roles),
         location_scope=list(v.location_scope),
-        intents=list(v.intents),
+        intents=intent_numbers(v.intents),
         locale=v.locale,
         extraction_version=v.extraction_version,
         ingested_at=to_timestamp(v.ingested_at),
@@ -199,8 +187,8 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
         rrf_k=result.fusion.rrf_k, embedding_model_id=result.embedding_model_id,
         mode=_MODE_TO_PB[result.fusion.mode],
         filters=pb.AppliedFilters(
-            tenant_id=f.tenant_id, roles=list(f.roles), location_ids=list(f.location_ids), intents=list(f.intents),
-            locale=f.locale, status=_NAME_TO_STATUS[f.status], effective_at=to_timestamp(f.effective_at),
+            tenant_id=f.tenant_id, roles=list(f.roles), location_ids=list(f.location_ids), intents=intent_numbers(f.intents),
+            locale=f.locale, status=VERSION_STATUS.number(f.status), effective_at=to_timestamp(f.effective_at),
             source_classes=list(f.source_classes)),
     )
     return pb.SearchResponse(

@@ -77,7 +77,7 @@ class World:
             document=common_pb2.Document(tenant_id=tenant, document_id=document_id, source_class=source_class,
                                          title=title),
             text=text, status=common_pb2.VERSION_STATUS_APPROVED, valid_from=ts(valid_from), roles=list(roles),
-            intents=["arrival_preparation"], locale="en")
+            intents=[common_pb2.INTENT_ARRIVAL_PREPARATION], locale="en")
         return self.retrieval.IngestDocument(request, timeout=60, metadata=self.md(tenant, ("policy_admin",)))
 
     def load(self, passage_id: str, tenant=ACME) -> common_pb2.Passage:

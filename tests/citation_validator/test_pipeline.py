@@ -71,13 +71,13 @@ def ask(auth, stack, generator, tenant, question, intent, intents, attempt=1, fe
 
 
 QUESTIONS = [
-    ("acme-health", "When should I arrive for my appointment?", ARRIVAL, ["arrival_preparation"], "15 minutes"),
-    ("acme-health", "What should I bring to my appointment?", ARRIVAL, ["arrival_preparation"], "photo ID"),
-    ("acme-health", "How much is the fee if I cancel my MRI late?", CANCEL, ["cancellation_rescheduling"], "$100"),
+    ("acme-health", "When should I arrive for my appointment?", ARRIVAL, [ARRIVAL], "15 minutes"),
+    ("acme-health", "What should I bring to my appointment?", ARRIVAL, [ARRIVAL], "photo ID"),
+    ("acme-health", "How much is the fee if I cancel my MRI late?", CANCEL, [CANCEL], "$100"),
     ("acme-health", "Can I walk in without an appointment?", common_pb2.INTENT_OTHER, [], "booked in advance"),
-    ("acme-health", "When should I arrive for an MRI at Harbor Imaging Center?", ARRIVAL, ["arrival_preparation"],
+    ("acme-health", "When should I arrive for an MRI at Harbor Imaging Center?", ARRIVAL, [ARRIVAL],
      "45 minutes"),
-    ("borealis-clinics", "What happens if I cancel late?", CANCEL, ["cancellation_rescheduling"], "NOK 350"),
+    ("borealis-clinics", "What happens if I cancel late?", CANCEL, [CANCEL], "NOK 350"),
 ]
 
 
@@ -106,7 +106,7 @@ def test_hostile_instruction_passage_is_offered_but_never_answers(auth, stack, g
                                                ("drop_labels", "CITATION_GAP"),
                                                ("unsupported_addition", None)])
 def test_injected_faults_are_caught_and_regeneration_recovers(auth, stack, generators, fault, reason):
-    question = ("acme-health", "When should I arrive for my appointment?", ARRIVAL, ["arrival_preparation"])
+    question = ("acme-health", "When should I arrive for my appointment?", ARRIVAL, [ARRIVAL])
     _, generated, validation = ask(auth, stack, generators[fault], *question)
     assert not validation.passed
     bad = [c for c in validation.claims if c.withheld]

@@ -8,6 +8,7 @@ import grpc
 import pytest
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
+from citetrace.vocab import INTENT
 
 pytestmark = pytest.mark.slow
 
@@ -111,7 +112,7 @@ def test_abstains_when_no_eligible_evidence(stack):
     assert part.next_action == c.NEXT_ACTION_CONTACT_SCHEDULING_DESK
     assert any(e.startswith("search scope: no intent lexicon matched") for e in response.route.explanations)
     record = assert_traced(stack, response, tenant="borealis-clinics")
-    assert sorted(record.parts[0].retrieval.settings.filters.intents) == sorted(
+    assert sorted(INTENT.name(i) for i in record.parts[0].retrieval.settings.filters.intents) == sorted(
         ["other", "arrival_preparation", "cancellation_rescheduling", "provider_information"])
     assert not record.parts[0].citations and not any(claim.shown for claim in record.parts[0].claims)
 

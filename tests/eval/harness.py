@@ -33,6 +33,7 @@ from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
 from citetrace.kit.auth import bearer_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+from citetrace.vocab import INTENT
 from e2e.conftest import CORPUS, Stack, free_port, running_stack
 
 from apps.cli.ingest import collect, parse_file
@@ -219,7 +220,7 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
         case, prefix + OUTCOME_OF.get(part.outcome, c.PartOutcome.Name(part.outcome)), r.PartKind.Name(part.kind),
         [h.passage.identity.passage_id for h in hits], {h.passage.identity.tenant_id for h in hits},
         prec.generation.passages_offered, prec.generation.chars_offered, cited, claims, prec.error,
-        tuple(prec.retrieval.settings.filters.intents), prec.HasField("retrieval"))
+        tuple(INTENT.name(i) for i in prec.retrieval.settings.filters.intents), prec.HasField("retrieval"))
 
 
 # -- scoring -------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def test_trace_context_crosses_processes_through_the_kit_interceptors(traced_sta
         trace_id = format(root.get_span_context().trace_id, "032x")
         call(ret_grpc.RetrievalServiceStub(channel(stack.target("retrieval"))).Search,
              ret_pb2.SearchRequest(query="when should I arrive for my appointment", k=5,
-                                   scope=ret_pb2.SearchScope(intents=["arrival_preparation"])),
+                                   scope=ret_pb2.SearchScope(intents=[c_pb2.INTENT_ARRIVAL_PREPARATION])),
              token=token, timeout=30)
     (client,) = [s for s in client_spans.get_finished_spans()
                  if s.kind == SpanKind.CLIENT and s.name == SEARCH_METHOD]

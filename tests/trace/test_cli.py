@@ -137,7 +137,7 @@ def test_export_writes_a_receipt_and_names_sources_no_longer_retrievable(stack, 
                 document=c.Document(tenant_id=TENANT, document_id=doc_id, source_class="preparation_instructions",
                                     title=f"{doc_id} (synthetic)"),
                 text=text, status=c.VERSION_STATUS_APPROVED, valid_from=ts(dt.datetime(2025, 1, 1)),
-                roles=["patient", "staff"], intents=["arrival_preparation"], locale="en"), timeout=60, metadata=admin)
+                roles=["patient", "staff"], intents=[c.INTENT_ARRIVAL_PREPARATION], locale="en"), timeout=60, metadata=admin)
 
         kept = ingest("acme-export-kept", "# Arrival\n\nArrive 30 minutes before an MRI appointment (synthetic).\n")
         gone = ingest("acme-export-gone", "# Fees\n\nA late cancellation fee applies (synthetic).\n")

@@ -507,7 +507,8 @@ class Orchestrator:
     def _policy_part(self, out: PartOutput, plan: router.PartPlan, route: router.Route, request: AskInput,
                      deadline: Deadline) -> None:
         s = self.settings
-        search_scope = ret_pb.SearchScope(intents=list(plan.search_intents or (plan.intent,)), locale=request.locale)
+        search_scope = ret_pb.SearchScope(intents=[INTENT_ENUM[i] for i in plan.search_intents or (plan.intent,)],
+                                          locale=request.locale)
         if route.location is not None:
             search_scope.location_ids.append(route.location.location_id)
         elif request.location_id and not route.locations_known:

@@ -13,9 +13,10 @@ import pytest
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.clients import error_info
 from citetrace.kit.testing import serving, token_metadata
+from citetrace.kit.timestamps import to_timestamp
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
-from google.protobuf import timestamp_pb2
+from citetrace.vocab import INTENT, INTENTS, VERSION_STATUS, VERSION_STATUSES
 
 from services.retrieval.servicer import build_spec
 from services.retrieval.settings import Settings
@@ -24,16 +25,14 @@ REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "deploy" / "samples" / "corpus"
 T2024 = datetime(2024, 1, 1, tzinfo=UTC)
 T2025 = datetime(2025, 1, 1, tzinfo=UTC)
-STATUS = {"draft": common_pb2.VERSION_STATUS_DRAFT, "approved": common_pb2.VERSION_STATUS_APPROVED,
-          "retired": common_pb2.VERSION_STATUS_RETIRED}
+STATUS = {name: VERSION_STATUS.number(name) for name in VERSION_STATUSES}
+ts = to_timestamp
 
 
-def ts(value: datetime | None):
-    if value is None:
-        return None
-    out = timestamp_pb2.Timestamp()
-    out.FromDatetime(value)
-    return out
+def intent_numbers(names) -> list[int]:
+    """The Intent enum numbers of intent names; a name the contract lacks becomes a number it lacks
+    (1000 + its position), so tests can send an unknown intent."""
+    return [INTENT.number(name) if name in INTENTS else 1000 + i for i, name in enumerate(names)]
 
 
 @dataclasses.dataclass
@@ -56,14 +55,14 @@ class Client:
             document=common_pb2.Document(tenant_id=tenant, document_id=document_id, source_class=source_class,
                                          title=title),
             text=text, status=STATUS[status] if status else 0, valid_from=ts(valid_from), valid_to=ts(valid_to),
-            roles=list(roles), location_scope=list(location_scope), intents=list(intents), locale=locale)
+            roles=list(roles), location_scope=list(location_scope), intents=intent_numbers(intents), locale=locale)
         return self.stub.IngestDocument(request, timeout=30,
                                         metadata=self.md(caller_tenant or tenant, caller_roles))
 
     def search(self, tenant, query, *, roles=("patient",), locations=(), k=10, scope_locations=(), intents=(),
                locale="", as_of=None, mode=pb.SEARCH_MODE_HYBRID, source_classes=()):
         request = pb.SearchRequest(query=query, k=k, as_of=ts(as_of), mode=mode, scope=pb.SearchScope(
-            location_ids=list(scope_locations), intents=list(intents), locale=locale,
+            location_ids=list(scope_locations), intents=intent_numbers(intents), locale=locale,
             source_classes=list(source_classes)))
         return self.stub.Search(request, timeout=30, metadata=self.md(tenant, roles, locations))
 

@@ -214,13 +214,13 @@ class DocumentVersion(_message.Message):
     valid_to: _timestamp_pb2.Timestamp
     roles: _containers.RepeatedScalarFieldContainer[str]
     location_scope: _containers.RepeatedScalarFieldContainer[str]
-    intents: _containers.RepeatedScalarFieldContainer[str]
+    intents: _containers.RepeatedScalarFieldContainer[Intent]
     locale: str
     extraction_version: str
     ingested_at: _timestamp_pb2.Timestamp
     text_length: int
     superseded_by_version_id: str
-    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., version_id: _Optional[str] = ..., status: _Optional[_Union[VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[str]] = ..., locale: _Optional[str] = ..., extraction_version: _Optional[str] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., text_length: _Optional[int] = ..., superseded_by_version_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., version_id: _Optional[str] = ..., status: _Optional[_Union[VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[Intent, str]]] = ..., locale: _Optional[str] = ..., extraction_version: _Optional[str] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., text_length: _Optional[int] = ..., superseded_by_version_id: _Optional[str] = ...) -> None: ...
 
 class PassageIdentity(_message.Message):
     __slots__ = ("passage_id", "tenant_id", "document_id", "version_id", "start", "end", "content_sha256", "source_anchor", "source_class", "extraction_version")

@@ -26,45 +26,45 @@ from citetrace.common.v1 import common_pb2 as citetrace_dot_common_dot_v1_dot_co
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.citetrace/retrieval/v1/retrieval_service.proto\x12\x16\x63itetrace.retrieval.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb0\x02\n\x15IngestDocumentRequest\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Document\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12.\n\nvalid_from\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08valid_to\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05roles\x18\x06 \x03(\t\x12\x16\n\x0elocation_scope\x18\x07 \x03(\t\x12\x0f\n\x07intents\x18\x08 \x03(\t\x12\x0e\n\x06locale\x18\t \x01(\t\"\xb8\x01\n\x16IngestDocumentResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x36\n\x08passages\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.PassageIdentity\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12\x1e\n\x16superseded_version_ids\x18\x04 \x03(\t\"a\n\x17SetVersionStatusRequest\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\"Q\n\x18SetVersionStatusResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\"\\\n\x0bSearchScope\x12\x14\n\x0clocation_ids\x18\x01 \x03(\t\x12\x0f\n\x07intents\x18\x02 \x03(\t\x12\x0e\n\x06locale\x18\x03 \x01(\t\x12\x16\n\x0esource_classes\x18\x04 \x03(\t\"\xba\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x32\n\x05scope\x18\x02 \x01(\x0b\x32#.citetrace.retrieval.v1.SearchScope\x12\t\n\x01k\x18\x03 \x01(\x05\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x04mode\x18\x05 \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\"\xe7\x01\n\x0e\x41ppliedFilters\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\x14\n\x0clocation_ids\x18\x03 \x03(\t\x12\x0f\n\x07intents\x18\x04 \x03(\t\x12\x0e\n\x06locale\x18\x05 \x01(\t\x12\x32\n\x06status\x18\x06 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x30\n\x0c\x65\x66\x66\x65\x63tive_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0esource_classes\x18\x08 \x03(\t\"\xba\x02\n\x11RetrievalSettings\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x18\n\x10index_generation\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x13\n\x0b\x63\x61ndidate_k\x18\x04 \x01(\x05\x12\x15\n\rfusion_method\x18\x05 \x01(\t\x12\x16\n\x0elexical_weight\x18\x06 \x01(\x01\x12\x15\n\rvector_weight\x18\x07 \x01(\x01\x12\r\n\x05rrf_k\x18\x08 \x01(\x05\x12\x1a\n\x12\x65mbedding_model_id\x18\t \x01(\t\x12\x30\n\x04mode\x18\n \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\x12\x37\n\x07\x66ilters\x18\x0b \x01(\x0b\x32&.citetrace.retrieval.v1.AppliedFilters\"\xca\x01\n\tSearchHit\x12\r\n\x05label\x18\x01 \x01(\t\x12-\n\x07passage\x18\x02 \x01(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x15\n\rlexical_score\x18\x03 \x01(\x01\x12\x14\n\x0clexical_rank\x18\x04 \x01(\x05\x12\x14\n\x0cvector_score\x18\x05 \x01(\x01\x12\x13\n\x0bvector_rank\x18\x06 \x01(\x05\x12\x13\n\x0b\x66used_score\x18\x07 \x01(\x01\x12\x12\n\nfused_rank\x18\x08 \x01(\x05\"~\n\x0eSearchResponse\x12/\n\x04hits\x18\x01 \x03(\x0b\x32!.citetrace.retrieval.v1.SearchHit\x12;\n\x08settings\x18\x02 \x01(\x0b\x32).citetrace.retrieval.v1.RetrievalSettings\"9\n\x07SpanRef\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x05\"Y\n\x12GetPassagesRequest\x12\x13\n\x0bpassage_ids\x18\x01 \x03(\t\x12.\n\x05spans\x18\x02 \x03(\x0b\x32\x1f.citetrace.retrieval.v1.SpanRef\"}\n\x13GetPassagesResponse\x12.\n\x08passages\x18\x01 \x03(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x36\n\x08versions\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\"\x85\x01\n\x13ListVersionsRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"g\n\x14ListVersionsResponse\x12\x36\n\x08versions\x18\x01 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*r\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_LEXICAL\x10\x02\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x03\x32\xa6\x04\n\x10RetrievalService\x12o\n\x0eIngestDocument\x12-.citetrace.retrieval.v1.IngestDocumentRequest\x1a..citetrace.retrieval.v1.IngestDocumentResponse\x12u\n\x10SetVersionStatus\x12/.citetrace.retrieval.v1.SetVersionStatusRequest\x1a\x30.citetrace.retrieval.v1.SetVersionStatusResponse\x12W\n\x06Search\x12%.citetrace.retrieval.v1.SearchRequest\x1a&.citetrace.retrieval.v1.SearchResponse\x12\x66\n\x0bGetPassages\x12*.citetrace.retrieval.v1.GetPassagesRequest\x1a+.citetrace.retrieval.v1.GetPassagesResponse\x12i\n\x0cListVersions\x12+.citetrace.retrieval.v1.ListVersionsRequest\x1a,.citetrace.retrieval.v1.ListVersionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.citetrace/retrieval/v1/retrieval_service.proto\x12\x16\x63itetrace.retrieval.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x02\n\x15IngestDocumentRequest\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Document\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12.\n\nvalid_from\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08valid_to\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05roles\x18\x06 \x03(\t\x12\x16\n\x0elocation_scope\x18\x07 \x03(\t\x12,\n\x07intents\x18\x08 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\t \x01(\t\"\xb8\x01\n\x16IngestDocumentResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x36\n\x08passages\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.PassageIdentity\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12\x1e\n\x16superseded_version_ids\x18\x04 \x03(\t\"a\n\x17SetVersionStatusRequest\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\"Q\n\x18SetVersionStatusResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\"y\n\x0bSearchScope\x12\x14\n\x0clocation_ids\x18\x01 \x03(\t\x12,\n\x07intents\x18\x02 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\x03 \x01(\t\x12\x16\n\x0esource_classes\x18\x04 \x03(\t\"\xba\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x32\n\x05scope\x18\x02 \x01(\x0b\x32#.citetrace.retrieval.v1.SearchScope\x12\t\n\x01k\x18\x03 \x01(\x05\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x04mode\x18\x05 \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\"\x84\x02\n\x0e\x41ppliedFilters\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\x14\n\x0clocation_ids\x18\x03 \x03(\t\x12,\n\x07intents\x18\x04 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\x05 \x01(\t\x12\x32\n\x06status\x18\x06 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x30\n\x0c\x65\x66\x66\x65\x63tive_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0esource_classes\x18\x08 \x03(\t\"\xba\x02\n\x11RetrievalSettings\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x18\n\x10index_generation\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x13\n\x0b\x63\x61ndidate_k\x18\x04 \x01(\x05\x12\x15\n\rfusion_method\x18\x05 \x01(\t\x12\x16\n\x0elexical_weight\x18\x06 \x01(\x01\x12\x15\n\rvector_weight\x18\x07 \x01(\x01\x12\r\n\x05rrf_k\x18\x08 \x01(\x05\x12\x1a\n\x12\x65mbedding_model_id\x18\t \x01(\t\x12\x30\n\x04mode\x18\n \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\x12\x37\n\x07\x66ilters\x18\x0b \x01(\x0b\x32&.citetrace.retrieval.v1.AppliedFilters\"\xca\x01\n\tSearchHit\x12\r\n\x05label\x18\x01 \x01(\t\x12-\n\x07passage\x18\x02 \x01(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x15\n\rlexical_score\x18\x03 \x01(\x01\x12\x14\n\x0clexical_rank\x18\x04 \x01(\x05\x12\x14\n\x0cvector_score\x18\x05 \x01(\x01\x12\x13\n\x0bvector_rank\x18\x06 \x01(\x05\x12\x13\n\x0b\x66used_score\x18\x07 \x01(\x01\x12\x12\n\nfused_rank\x18\x08 \x01(\x05\"~\n\x0eSearchResponse\x12/\n\x04hits\x18\x01 \x03(\x0b\x32!.citetrace.retrieval.v1.SearchHit\x12;\n\x08settings\x18\x02 \x01(\x0b\x32).citetrace.retrieval.v1.RetrievalSettings\"9\n\x07SpanRef\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x05\"Y\n\x12GetPassagesRequest\x12\x13\n\x0bpassage_ids\x18\x01 \x03(\t\x12.\n\x05spans\x18\x02 \x03(\x0b\x32\x1f.citetrace.retrieval.v1.SpanRef\"}\n\x13GetPassagesResponse\x12.\n\x08passages\x18\x01 \x03(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x36\n\x08versions\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\"\x85\x01\n\x13ListVersionsRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"g\n\x14ListVersionsResponse\x12\x36\n\x08versions\x18\x01 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*r\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_LEXICAL\x10\x02\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x03\x32\xa6\x04\n\x10RetrievalService\x12o\n\x0eIngestDocument\x12-.citetrace.retrieval.v1.IngestDocumentRequest\x1a..citetrace.retrieval.v1.IngestDocumentResponse\x12u\n\x10SetVersionStatus\x12/.citetrace.retrieval.v1.SetVersionStatusRequest\x1a\x30.citetrace.retrieval.v1.SetVersionStatusResponse\x12W\n\x06Search\x12%.citetrace.retrieval.v1.SearchRequest\x1a&.citetrace.retrieval.v1.SearchResponse\x12\x66\n\x0bGetPassages\x12*.citetrace.retrieval.v1.GetPassagesRequest\x1a+.citetrace.retrieval.v1.GetPassagesResponse\x12i\n\x0cListVersions\x12+.citetrace.retrieval.v1.ListVersionsRequest\x1a,.citetrace.retrieval.v1.ListVersionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'citetrace.retrieval.v1.retrieval_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SEARCHMODE']._serialized_start=2502
-  _globals['_SEARCHMODE']._serialized_end=2616
+  _globals['_SEARCHMODE']._serialized_start=2589
+  _globals['_SEARCHMODE']._serialized_end=2703
   _globals['_INGESTDOCUMENTREQUEST']._serialized_start=142
-  _globals['_INGESTDOCUMENTREQUEST']._serialized_end=446
-  _globals['_INGESTDOCUMENTRESPONSE']._serialized_start=449
-  _globals['_INGESTDOCUMENTRESPONSE']._serialized_end=633
-  _globals['_SETVERSIONSTATUSREQUEST']._serialized_start=635
-  _globals['_SETVERSIONSTATUSREQUEST']._serialized_end=732
-  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_start=734
-  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_end=815
-  _globals['_SEARCHSCOPE']._serialized_start=817
-  _globals['_SEARCHSCOPE']._serialized_end=909
-  _globals['_SEARCHREQUEST']._serialized_start=912
-  _globals['_SEARCHREQUEST']._serialized_end=1098
-  _globals['_APPLIEDFILTERS']._serialized_start=1101
-  _globals['_APPLIEDFILTERS']._serialized_end=1332
-  _globals['_RETRIEVALSETTINGS']._serialized_start=1335
-  _globals['_RETRIEVALSETTINGS']._serialized_end=1649
-  _globals['_SEARCHHIT']._serialized_start=1652
-  _globals['_SEARCHHIT']._serialized_end=1854
-  _globals['_SEARCHRESPONSE']._serialized_start=1856
-  _globals['_SEARCHRESPONSE']._serialized_end=1982
-  _globals['_SPANREF']._serialized_start=1984
-  _globals['_SPANREF']._serialized_end=2041
-  _globals['_GETPASSAGESREQUEST']._serialized_start=2043
-  _globals['_GETPASSAGESREQUEST']._serialized_end=2132
-  _globals['_GETPASSAGESRESPONSE']._serialized_start=2134
-  _globals['_GETPASSAGESRESPONSE']._serialized_end=2259
-  _globals['_LISTVERSIONSREQUEST']._serialized_start=2262
-  _globals['_LISTVERSIONSREQUEST']._serialized_end=2395
-  _globals['_LISTVERSIONSRESPONSE']._serialized_start=2397
-  _globals['_LISTVERSIONSRESPONSE']._serialized_end=2500
-  _globals['_RETRIEVALSERVICE']._serialized_start=2619
-  _globals['_RETRIEVALSERVICE']._serialized_end=3169
+  _globals['_INGESTDOCUMENTREQUEST']._serialized_end=475
+  _globals['_INGESTDOCUMENTRESPONSE']._serialized_start=478
+  _globals['_INGESTDOCUMENTRESPONSE']._serialized_end=662
+  _globals['_SETVERSIONSTATUSREQUEST']._serialized_start=664
+  _globals['_SETVERSIONSTATUSREQUEST']._serialized_end=761
+  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_start=763
+  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_end=844
+  _globals['_SEARCHSCOPE']._serialized_start=846
+  _globals['_SEARCHSCOPE']._serialized_end=967
+  _globals['_SEARCHREQUEST']._serialized_start=970
+  _globals['_SEARCHREQUEST']._serialized_end=1156
+  _globals['_APPLIEDFILTERS']._serialized_start=1159
+  _globals['_APPLIEDFILTERS']._serialized_end=1419
+  _globals['_RETRIEVALSETTINGS']._serialized_start=1422
+  _globals['_RETRIEVALSETTINGS']._serialized_end=1736
+  _globals['_SEARCHHIT']._serialized_start=1739
+  _globals['_SEARCHHIT']._serialized_end=1941
+  _globals['_SEARCHRESPONSE']._serialized_start=1943
+  _globals['_SEARCHRESPONSE']._serialized_end=2069
+  _globals['_SPANREF']._serialized_start=2071
+  _globals['_SPANREF']._serialized_end=2128
+  _globals['_GETPASSAGESREQUEST']._serialized_start=2130
+  _globals['_GETPASSAGESREQUEST']._serialized_end=2219
+  _globals['_GETPASSAGESRESPONSE']._serialized_start=2221
+  _globals['_GETPASSAGESRESPONSE']._serialized_end=2346
+  _globals['_LISTVERSIONSREQUEST']._serialized_start=2349
+  _globals['_LISTVERSIONSREQUEST']._serialized_end=2482
+  _globals['_LISTVERSIONSRESPONSE']._serialized_start=2484
+  _globals['_LISTVERSIONSRESPONSE']._serialized_end=2587
+  _globals['_RETRIEVALSERVICE']._serialized_start=2706
+  _globals['_RETRIEVALSERVICE']._serialized_end=3256
 # @@protoc_insertion_point(module_scope)

@@ -40,9 +40,9 @@ class IngestDocumentRequest(_message.Message):
     valid_to: _timestamp_pb2.Timestamp
     roles: _containers.RepeatedScalarFieldContainer[str]
     location_scope: _containers.RepeatedScalarFieldContainer[str]
-    intents: _containers.RepeatedScalarFieldContainer[str]
+    intents: _containers.RepeatedScalarFieldContainer[_common_pb2.Intent]
     locale: str
-    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., text: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[str]] = ..., locale: _Optional[str] = ...) -> None: ...
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., text: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ...) -> None: ...
 
 class IngestDocumentResponse(_message.Message):
     __slots__ = ("version", "passages", "created", "superseded_version_ids")
@@ -77,10 +77,10 @@ class SearchScope(_message.Message):
     LOCALE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_CLASSES_FIELD_NUMBER: _ClassVar[int]
     location_ids: _containers.RepeatedScalarFieldContainer[str]
-    intents: _containers.RepeatedScalarFieldContainer[str]
+    intents: _containers.RepeatedScalarFieldContainer[_common_pb2.Intent]
     locale: str
     source_classes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, location_ids: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[str]] = ..., locale: _Optional[str] = ..., source_classes: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, location_ids: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ..., source_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
     __slots__ = ("query", "scope", "k", "as_of", "mode")
@@ -109,12 +109,12 @@ class AppliedFilters(_message.Message):
     tenant_id: str
     roles: _containers.RepeatedScalarFieldContainer[str]
     location_ids: _containers.RepeatedScalarFieldContainer[str]
-    intents: _containers.RepeatedScalarFieldContainer[str]
+    intents: _containers.RepeatedScalarFieldContainer[_common_pb2.Intent]
     locale: str
     status: _common_pb2.VersionStatus
     effective_at: _timestamp_pb2.Timestamp
     source_classes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, tenant_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., location_ids: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[str]] = ..., locale: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., effective_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_classes: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, tenant_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., location_ids: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., effective_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RetrievalSettings(_message.Message):
     __slots__ = ("backend", "index_generation", "k", "candidate_k", "fusion_method", "lexical_weight", "vector_weight", "rrf_k", "embedding_model_id", "mode", "filters")
