@@ -101,6 +101,11 @@ class SqlSlotSource:
         )
 
     def slot_select(self):
+        """The slot with its location, clinic and provider (built once: statements are immutable)."""
+        return _SLOT_SELECT
+
+    @staticmethod
+    def _build_slot_select():
         sl, sc, lo, cl, pr = s.slots, s.schedules, s.locations, s.clinics, s.providers
         return (
             select(
@@ -260,6 +265,9 @@ def _grouped(conn, table, column, tenant_id: str, location_ids: list[str]) -> di
     for location_id, value in rows:
         out.setdefault(location_id, []).append(value)
     return out
+
+
+_SLOT_SELECT = SqlSlotSource._build_slot_select()
 
 
 def slot_from_row(row) -> SlotRecord:

@@ -68,6 +68,7 @@ class ProposalExpired(Exception):
 class SqlWorkflowStore:
     def __init__(self, source: SqlSlotSource) -> None:
         self.source = source
+        self._appointment_stmt = None
 
     @property
     def engine(self):
@@ -76,15 +77,16 @@ class SqlWorkflowStore:
     # -- appointments ----------------------------------------------------------------------------
 
     def _appointment_select(self):
-        ap = s.appointments
-        slot_select = self.source.slot_select()
-        return (
-            slot_select.add_columns(
-                ap.c.appointment_id, ap.c.patient_ref, ap.c.status.label("appointment_status"),
-                ap.c.version.label("appointment_version"), ap.c.updated_at, ap.c.created_at,
+        if self._appointment_stmt is None:
+            ap = s.appointments
+            self._appointment_stmt = (
+                self.source.slot_select().add_columns(
+                    ap.c.appointment_id, ap.c.patient_ref, ap.c.status.label("appointment_status"),
+                    ap.c.version.label("appointment_version"), ap.c.updated_at, ap.c.created_at,
+                )
+                .join(ap, and_(ap.c.tenant_id == s.slots.c.tenant_id, ap.c.slot_id == s.slots.c.slot_id))
             )
-            .join(ap, and_(ap.c.tenant_id == s.slots.c.tenant_id, ap.c.slot_id == s.slots.c.slot_id))
-        )
+        return self._appointment_stmt
 
     @staticmethod
     def _scoped(stmt, tenant_id: str, location_ids: frozenset[str] | None, patient_ref: str | None):
