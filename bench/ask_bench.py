@@ -410,7 +410,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "bench.json")
     parser.add_argument("--data", type=Path,
-                        default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")))
+                        default=scifact_core.SCIFACT_DIR)
     parser.add_argument("--cache", type=Path, default=REPO / ".citetrace" / "cache" / "embeddings.sqlite",
                         help="embedding cache shared with make bench-retrieval")
     parser.add_argument("--scifact-docs", type=int, default=0,

@@ -220,7 +220,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default=os.environ.get("BACKEND", "embedded"))
     parser.add_argument("--data", type=Path,
-                        default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")))
+                        default=core.SCIFACT_DIR)
     parser.add_argument("--cache", type=Path, default=Path(".citetrace/cache/embeddings.sqlite"))
     parser.add_argument("--out", type=Path, help="default bench/results/retrieval.json, "
                         "or retrieval-<backend>.json for another backend")

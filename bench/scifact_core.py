@@ -48,6 +48,30 @@ BM25_GRID = [(k1, b) for k1 in (0.6, 0.8, 0.9, 1.0, 1.2, 1.5) for b in (0.3, 0.4
 RRF_VECTOR_WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)  # lexical weight 1
 CONVEX_VECTOR_SHARES = tuple(round(0.05 * i, 2) for i in range(1, 20))  # lexical = 1 - share
 THROUGHPUT_SAMPLE = 256
+# The shared data sets sit beside the repository (../shared/data/<name>; for a git worktree, beside
+# its main checkout); an environment variable (CITETRACE_SCIFACT_DIR for SciFact) points elsewhere.
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _checkouts() -> list[Path]:
+    """This checkout, and the main one when this is a linked worktree (.git is a file naming it)."""
+    roots = [REPO]
+    git = REPO / ".git"
+    if git.is_file():
+        gitdir = Path(git.read_text().split("gitdir:", 1)[-1].strip())
+        if gitdir.parent.name == "worktrees":
+            roots.append(gitdir.parent.parent.parent)
+    return roots
+
+
+def shared_data_dir(name: str, env: str) -> Path:
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    candidates = [root.parent / "shared" / "data" / name for root in _checkouts()]
+    return next((c for c in candidates if c.exists()), candidates[0])
+
+
+SCIFACT_DIR = shared_data_dir("scifact", "CITETRACE_SCIFACT_DIR")
 
 
 def progress(message: str) -> None:
@@ -303,7 +327,7 @@ def main() -> None:
     parser.add_argument(
         "--data",
         type=Path,
-        default=Path(os.environ.get("CITETRACE_SCIFACT_DIR", "/work/shared/data/scifact")),
+        default=SCIFACT_DIR,
     )
     parser.add_argument("--cache", type=Path, default=Path(".citetrace/cache/embeddings.sqlite"))
     parser.add_argument("--out", type=Path, default=Path("bench/results/scifact_core.json"))
