@@ -259,6 +259,10 @@ class EmbeddingCache:
 
     Keying by ``model_id`` means a different model file or truncation length never
     reuses a stale vector. Thread-safe (one connection behind a lock).
+
+    The cache is derived data: losing its last commits on a power failure costs a re-embedding,
+    nothing else, so `synchronous` defaults to NORMAL (in WAL a put costs ~0.2 ms instead of ~6 ms
+    with an fsync per commit, which matters when every IngestDocument writes its vectors).
     """
 
     _SCHEMA = (
@@ -268,12 +272,15 @@ class EmbeddingCache:
     )
     _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, synchronous: str = "NORMAL") -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError("synchronous must be NORMAL or FULL")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
         self._db.execute(self._SCHEMA)
         self._db.commit()
 

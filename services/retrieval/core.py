@@ -243,18 +243,6 @@ class _Prepared:
 _REBUILD_BATCH = 1000
 
 
-def _relax_cache_durability(cache: EmbeddingCache) -> None:
-    """The vector cache is derived data: losing its last commits on a power failure costs a
-    re-embedding, nothing else. Without an fsync per commit a put costs ~0.2 ms instead of ~6 ms,
-    which matters when every IngestDocument writes its vectors. (A request to EmbeddingCache's
-    owner: make this its default; until then it is set here, defensively.)"""
-    db, lock = getattr(cache, "_db", None), getattr(cache, "_lock", None)
-    if db is None or lock is None:
-        return
-    with lock:
-        db.execute("PRAGMA synchronous=NORMAL")
-
-
 def make_backend(settings: Settings) -> SearchBackend:
     """The search backend named by settings.backend (the OpenSearch issue adds its branch here).
     The index is derived data: whatever the backend, warm-up rebuilds it from the store of record."""
@@ -307,7 +295,6 @@ class RetrievalCore:
         self.open_store()
         self.embedder.warm_up()
         self.cache = EmbeddingCache(self.settings.resolved_cache_path())
-        _relax_cache_durability(self.cache)
         self.rebuild_index()
         self._ready = True
 
@@ -327,9 +314,8 @@ class RetrievalCore:
         text digest, passage rows): one that fails is left out, counted and reported, never indexed."""
         # A backend with index generations (OpenSearch) writes the rebuild into a new generation and
         # makes it live at the end (on start-up only if configured so; always with new_generation).
-        scope = getattr(self.backend, "rebuild_scope", None)
         report = IntegrityReport()
-        with self._write_lock, (scope(force=new_generation) if scope else contextlib.nullcontext()):
+        with self._write_lock, self.backend.rebuild_scope(force=new_generation):
             count = 0
             batch: list[tuple[VersionRecord, str, list[PassageRecord]]] = []
             for bundle in self.store.iter_bundles():
@@ -514,10 +500,11 @@ class RetrievalCore:
                 if to_index:
                     complete = all(v is not None for v in known)
                     self._index_versions(to_index, np.concatenate(known) if complete else None)
-                for outcome in results:
-                    for old in getattr(outcome, "superseded", ()):
+                stored = [outcome for outcome in results if isinstance(outcome, IngestOutcome)]
+                for outcome in stored:
+                    for old in outcome.superseded:
                         self._refresh_version(old)
-            if any(getattr(outcome, "created", False) for outcome in results):
+            if any(outcome.created for outcome in results if isinstance(outcome, IngestOutcome)):
                 self._version_events_queued()
         return results
 
@@ -664,25 +651,7 @@ class RetrievalCore:
             if cmd.mode != "lexical":
                 with stage(SERVICE, "retrieval.embed"):
                     vector = self.query_vectors.embed(self.embedder, cmd.query)
-            lexical: list[tuple[str, float]] = []
-            dense: list[tuple[str, float]] = []
-            both = self.backend.candidate_lists if getattr(self.backend, "one_request_for_both", False) else None
-            if both is not None:  # one request for both retrievers (OpenSearch _msearch): both stages span it
-                kinds = [kind for kind in ("lexical", "vector") if cmd.mode in (kind, "hybrid")]
-                with contextlib.ExitStack() as spans:
-                    subs = [spans.enter_context(stage(SERVICE, f"retrieval.{kind}", combined=True)) for kind in kinds]
-                    lexical, dense = both(SearchQuery(text=cmd.query, vector=vector, scope=scope,
-                                                      k=fusion.candidate_k, fusion=fusion))
-                    for kind, sub in zip(kinds, subs, strict=True):
-                        set_attributes(sub, candidates=len(lexical if kind == "lexical" else dense))
-            elif cmd.mode != "vector":
-                with stage(SERVICE, "retrieval.lexical") as sub:
-                    lexical = self._one_list(cmd.query, vector, scope, fusion, "lexical")
-                    set_attributes(sub, candidates=len(lexical))
-            if both is None and cmd.mode != "lexical":
-                with stage(SERVICE, "retrieval.vector") as sub:
-                    dense = self._one_list(cmd.query, vector, scope, fusion, "vector")
-                    set_attributes(sub, candidates=len(dense))
+            lexical, dense = self._candidate_lists(cmd.query, vector, scope, fusion)
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
                 fused = fuse(lexical, dense, fusion, limit=cmd.k)
             hits = self._resolve(principal.tenant_id, fused, scope)
@@ -692,19 +661,28 @@ class RetrievalCore:
         return SearchResult(hits=hits, backend=self.backend.name, index_generation=generation, k=cmd.k,
                             fusion=fusion, embedding_model_id=self.embedder.model_id, filters=filters)
 
-    def _one_list(self, text, vector, scope, fusion, mode) -> list[tuple[str, float]]:
-        """One retriever's candidates, the scope applied inside it by the backend."""
-        single = dataclasses.replace(fusion, mode=mode)
-        query = SearchQuery(text=text, vector=vector if mode == "vector" else None,
-                            scope=scope, k=fusion.candidate_k, fusion=single)
-        lists = getattr(self.backend, "candidate_lists", None)
-        if lists is not None:  # the raw candidate list, no per-retriever fusion
-            lexical, dense = lists(query)
-            return lexical if mode == "lexical" else dense
-        hits = self.backend.search(query)
-        if mode == "lexical":
-            return [(h.passage_id, h.lexical_score) for h in hits]
-        return [(h.passage_id, h.vector_score) for h in hits]
+    def _candidate_lists(self, text: str, vector, scope: ScopeFilter, fusion: FusionSettings):
+        """The raw lexical and vector candidate lists of the search (the scope applied inside both by
+        the backend), each retrieval stage in its own span: one request for both when the backend
+        makes one (both spans cover it, marked combined), else one call per retriever."""
+        kinds = [kind for kind in ("lexical", "vector") if fusion.mode in (kind, "hybrid")]
+        lists: dict[str, list[tuple[str, float]]] = {"lexical": [], "vector": []}
+        if self.backend.one_request_for_both:
+            query = SearchQuery(text=text, vector=vector, scope=scope, k=fusion.candidate_k, fusion=fusion)
+            with contextlib.ExitStack() as spans:
+                subs = [spans.enter_context(stage(SERVICE, f"retrieval.{kind}", combined=True)) for kind in kinds]
+                lists["lexical"], lists["vector"] = self.backend.candidate_lists(query)
+                for kind, sub in zip(kinds, subs, strict=True):
+                    set_attributes(sub, candidates=len(lists[kind]))
+            return lists["lexical"], lists["vector"]
+        for kind in kinds:
+            with stage(SERVICE, f"retrieval.{kind}") as sub:
+                query = SearchQuery(text=text, vector=vector if kind == "vector" else None, scope=scope,
+                                    k=fusion.candidate_k, fusion=dataclasses.replace(fusion, mode=kind))
+                lexical, dense = self.backend.candidate_lists(query)
+                lists[kind] = lexical if kind == "lexical" else dense
+                set_attributes(sub, candidates=len(lists[kind]))
+        return lists["lexical"], lists["vector"]
 
     def _shared_tenant(self, tenant_id: str) -> bool:
         if self._process_local_index or not self.store.tenant_exists(tenant_id):

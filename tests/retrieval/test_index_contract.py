@@ -9,7 +9,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from services.retrieval.index import FusionSettings, IndexedPassage, ScopeFilter, SearchBackend, SearchQuery
+from services.retrieval.index import (
+    FusionSettings,
+    IndexedPassage,
+    ScopeFilter,
+    SearchBackend,
+    SearchQuery,
+    fuse,
+)
 
 DIM = 384
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -462,3 +469,22 @@ def test_real_embeddings_rank_the_relevant_policy_first(backend, embedder):
             ids(search(backend, text=question, vector=embedder.embed_one(question), mode="hybrid"))[0]
             == expected
         )
+
+
+def test_the_protocol_declares_every_capability_the_core_uses(backend):
+    """The retrieval core calls only what SearchBackend declares (no getattr probing): each backend
+    has all of it, and the raw candidate lists fused are exactly what `search` returns."""
+    assert isinstance(backend, SearchBackend)
+    assert isinstance(backend.one_request_for_both, bool)
+    assert callable(backend.rebuild_scope) and callable(backend.candidate_lists)
+    load(backend, passage("c-1", text="arrive fifteen minutes early"), passage("c-2", text="bring photo id"))
+    query = SearchQuery("arrive early", E0, scope(), 5, FusionSettings(mode="hybrid", candidate_k=10))
+    lexical, vector = backend.candidate_lists(query)
+    assert lexical and vector
+    assert backend.search(query) == fuse(lexical, vector, query.fusion, limit=query.k)
+
+
+@pytest.mark.parametrize("bad", [np.zeros(DIM), np.array([np.nan] + [1.0] * (DIM - 1)), np.array([])])
+def test_a_bad_query_vector_is_refused_once_for_every_backend(bad):
+    with pytest.raises(ValueError, match="finite and non-zero"):
+        SearchQuery("q", bad, scope(), 5, FusionSettings(mode="vector"))

@@ -30,11 +30,10 @@ from collections.abc import Iterable
 import numpy as np
 
 from .analyzer import EnglishAnalyzer
-from .fusion import fuse
+from .base import FusedSearch, rebuild_in_place
 from .types import (
     PASSAGE_STATUSES,
     BM25Settings,
-    Hit,
     IndexedPassage,
     IndexReport,
     ScopeFilter,
@@ -152,10 +151,12 @@ def _dot_rows(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.nd
     return _rowwise_dot(np.take(vectors, rows, axis=0), query)
 
 
-class EmbeddedIndex:
+class EmbeddedIndex(FusedSearch):
     """In-process SearchBackend. Thread-safe: writes are serialised, searches lock-free."""
 
     name = "embedded"
+    # The two retrievers are separate work on one snapshot: the core times them one by one.
+    one_request_for_both = False
 
     def __init__(self, bm25: BM25Settings | None = None, analyzer: EnglishAnalyzer | None = None) -> None:
         self._analyzer = analyzer or EnglishAnalyzer()
@@ -197,9 +198,9 @@ class EmbeddedIndex:
     def bm25(self) -> BM25Settings:
         return self._snapshot.bm25
 
-    def search(self, query: SearchQuery) -> list[Hit]:
-        lexical, vector = self.candidate_lists(query)
-        return fuse(lexical, vector, query.fusion, limit=query.k)
+    def rebuild_scope(self, force: bool = False):
+        """No generations: a rebuild writes into this index in place."""
+        return rebuild_in_place()
 
     def candidate_lists(self, query: SearchQuery) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """The lexical and the vector (passage_id, score) lists of ``query.fusion.mode`` from one
@@ -208,7 +209,7 @@ class EmbeddedIndex:
         eligible = snap.eligible_rows(query.scope)
         mode, limit = query.fusion.mode, query.fusion.candidate_k
         lexical = self._lexical_candidates(snap, query.text, eligible, limit) if mode != "vector" else []
-        vector = self._vector_candidates(snap, query.vector, eligible, limit) if mode != "lexical" else []
+        vector = self._vector_candidates(snap, query, eligible, limit) if mode != "lexical" else []
         return lexical, vector
 
     def _lexical_candidates(self, snap: _Snapshot, text: str, eligible: np.ndarray, limit: int):
@@ -233,21 +234,14 @@ class EmbeddedIndex:
         hit_rows = np.flatnonzero(matched)
         return _top_candidates(hit_rows, scores[hit_rows], limit, snap.row_pid)
 
-    def _vector_candidates(self, snap: _Snapshot, query_vector, eligible: np.ndarray, limit: int):
+    def _vector_candidates(self, snap: _Snapshot, query: SearchQuery, eligible: np.ndarray, limit: int):
         if snap.vectors is None or not len(eligible):
             return []
-        query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != snap.vectors.shape[1]:
-            raise ValueError(
-                f"query vector has {query.shape[0]} dimensions, the index {snap.vectors.shape[1]}"
-            )
-        norm = float(np.linalg.norm(query))
-        if not math.isfinite(norm) or norm == 0.0:
-            raise ValueError("query vector must be finite and non-zero")
+        vector = query.require_dimension(snap.vectors.shape[1])
         rows = eligible[snap.has_vector[eligible]]
         if not len(rows):
             return []
-        scores = _dot_rows(snap.vectors, rows, query / norm)  # cosine: stored vectors are unit length
+        scores = _dot_rows(snap.vectors, rows, vector / float(np.linalg.norm(vector)))  # cosine: stored vectors are unit length
         return _top_candidates(rows, scores.astype(np.float64), limit, snap.row_pid)
 
     # -- writes ----------------------------------------------------------------

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 import random
 import re
 import threading
@@ -50,12 +49,11 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import NotFoundError, TransportError
 
-from .fusion import fuse
+from .base import FusedSearch
 from .types import (
     ELIGIBLE_STATUS,
     PASSAGE_STATUSES,
     BM25Settings,
-    Hit,
     IndexedPassage,
     IndexReport,
     ScopeFilter,
@@ -270,7 +268,7 @@ class _Transient(Exception):
     """A retryable failure found inside a 200 response (a bulk item or msearch item with 429...)."""
 
 
-class OpenSearchBackend:
+class OpenSearchBackend(FusedSearch):
     """SearchBackend on an OpenSearch cluster. Thread-safe (the client is; state changes lock)."""
 
     # Both retrievers' lists come from one _msearch: the service asks for them together.
@@ -651,10 +649,6 @@ class OpenSearchBackend:
         ids = self._version_passage_ids(tenant_id, version_id)
         return self._bulk_by_id("delete", [({"delete": {"_index": target, "_id": pid}}, None) for pid in ids])
 
-    def search(self, query: SearchQuery) -> list[Hit]:
-        lexical, vector = self.candidate_lists(query)
-        return fuse(lexical, vector, query.fusion, limit=query.k)
-
     def candidate_lists(self, query: SearchQuery) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """The lexical and the vector (passage_id, score) lists of ``query.fusion.mode``, both
         scoped inside the query, from one ``_msearch``. Vector scores are cosines."""
@@ -669,14 +663,7 @@ class OpenSearchBackend:
                 "query": {"bool": {"must": [{"match": {"text": {"query": query.text}}}], "filter": filters}},
             }))  # fmt: skip
         if mode != "lexical":
-            vector = np.asarray(query.vector, dtype=np.float32).reshape(-1)
-            if vector.shape[0] != self.config.dimension:
-                raise ValueError(
-                    f"query vector has {vector.shape[0]} dimensions, the index {self.config.dimension}"
-                )
-            norm = float(np.linalg.norm(vector))
-            if not math.isfinite(norm) or norm == 0.0:
-                raise ValueError("query vector must be finite and non-zero")
+            vector = query.require_dimension(self.config.dimension)
             searches.append(("vector", {
                 "size": limit, "_source": False, "track_scores": True, "sort": order,
                 "query": {"knn": {"vector": {"vector": [float(x) for x in vector], "k": limit,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -207,7 +208,9 @@ class FusionSettings:
 
 @dataclass(frozen=True)
 class SearchQuery:
-    """One search: ``vector`` is the embedded query text (required unless mode is lexical)."""
+    """One search: ``vector`` is the embedded query text (required unless mode is lexical). The
+    vector is checked here, once for every backend: one-dimensional float32, finite, non-zero; a
+    backend only compares its dimension (``require_dimension``)."""
 
     text: str
     vector: np.ndarray | None
@@ -220,6 +223,18 @@ class SearchQuery:
             raise ValueError("k must be >= 1")
         if self.fusion.mode != "lexical" and self.vector is None:
             raise ValueError(f"mode {self.fusion.mode!r} needs a query vector")
+        if self.vector is not None:
+            vector = np.asarray(self.vector, dtype=np.float32).reshape(-1)
+            norm = float(np.linalg.norm(vector)) if vector.size else 0.0
+            if not math.isfinite(norm) or norm == 0.0:
+                raise ValueError("query vector must be finite and non-zero")
+            object.__setattr__(self, "vector", vector)
+
+    def require_dimension(self, dimension: int) -> np.ndarray:
+        """The query vector, or ValueError when the index holds vectors of another dimension."""
+        if self.vector.shape[0] != dimension:
+            raise ValueError(f"query vector has {self.vector.shape[0]} dimensions, the index {dimension}")
+        return self.vector
 
 
 @dataclass(frozen=True)
