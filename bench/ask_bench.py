@@ -12,9 +12,9 @@
    citetrace_grpc_server_handling_seconds histograms scraped from every service's /metrics before
    and after each level.
 3. The same questions through the same cores in this process, no gRPC: each service's servicer
-   built by its own build_spec() and warmed up, wired to the orchestrator core by direct calls
-   (retrieval and scheduler read the stack's databases; trace writes its own). Same levels, same
-   run; ratio microservices / in-process.
+   built by its own build_spec() and warmed up; the orchestrator built by its bootstrap with its own
+   adapters over in-process stubs that call those servicers (retrieval and scheduler read the
+   stack's databases; trace writes its own). Same levels, same run; ratio microservices / in-process.
 """
 
 from __future__ import annotations
@@ -219,17 +219,18 @@ def grpc_asker(stack):
 # -- the same cores in one process -----------------------------------------------------------------
 
 
-class _Direct:
-    """Calls a servicer method as the server would, minus gRPC: same principal, same deadline."""
+class _InProcessStub:
+    """A servicer behind a stub's interface, minus gRPC: `stub.Search(request, timeout=, metadata=)`
+    runs the servicer method under the same principal and deadline. The orchestrator's own
+    adapters (services/orchestrator/adapters.py) call it exactly as they call a grpc stub."""
 
-    def __init__(self, servicer, methods: dict[str, str]) -> None:
+    def __init__(self, servicer) -> None:
         self._servicer = servicer
-        for port_name, rpc in methods.items():
-            setattr(self, port_name, self._bind(getattr(servicer, rpc)))
 
-    @staticmethod
-    def _bind(method):
-        def invoke(request, timeout):
+    def __getattr__(self, rpc: str):
+        method = getattr(self._servicer, rpc)
+
+        def invoke(request, timeout=None, metadata=()):
             with call_context(current_principal(), None, timeout):
                 return method(request, None)
         return invoke
@@ -275,10 +276,8 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
     from services.citation_validator.settings import Settings as ValidatorSettings
     from services.generation.servicer import build_spec as generation_spec
     from services.generation.settings import Settings as GenerationSettings
-    from services.orchestrator.core.pipeline import Orchestrator, PipelineSettings
-    from services.orchestrator.core.router import load_lexicon
-    from services.orchestrator.core.scope import load_policy
-    from services.orchestrator.servicer import OrchestratorServicer
+    from services.orchestrator import adapters
+    from services.orchestrator.bootstrap import Downstream, build_servicer
     from services.orchestrator.settings import Settings as OrchestratorSettings
     from services.retrieval.servicer import build_spec as retrieval_spec
     from services.retrieval.settings import Settings as RetrievalSettings
@@ -306,35 +305,33 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
             trace.RecordTrace(trace_pb.RecordTraceRequest(record=record), None)
 
     class Sink:
+        """As the orchestrator's default TraceSink: queued durably, delivered behind the answer."""
+
         def __init__(self) -> None:
             self.outbox = TraceOutbox(work / "outbox.sqlite", deliver)
 
-        def submit(self, record):  # as the orchestrator's default TraceSink: queued durably, delivered behind
+        def submit(self, record):
             self.outbox.enqueue(record)
             return False
 
-    s = OrchestratorSettings(port=0, metrics_port=-1, data_dir=work)
-    load_policy()
-    load_lexicon()
-    sink = Sink()
-    sink.outbox.start()
-    orchestrator = OrchestratorServicer(s, None)
-    # The servicer's own warm_up() builds the same Orchestrator with gRPC adapters; here the ports
-    # are direct calls and everything else is the settings' defaults, as in warm_up().
-    orchestrator._core = Orchestrator(
-        _Direct(scheduler, {"list_locations": "ListLocations", "find_slots": "FindSlots"}),
-        _Direct(retrieval, {"search": "Search", "get_passages": "GetPassages"}),
-        _Direct(generation, {"generate": "Generate"}),
-        _Direct(validator, {"validate": "Validate"}),
-        sink,
-        PipelineSettings(
-            search_k=s.search_k, max_passages=s.context_max_passages, max_chars=s.context_max_chars,
-            max_regenerations=s.max_regenerations, call_timeout_seconds=s.call_timeout_seconds,
-            default_deadline_seconds=s.default_deadline_seconds, trace_reserve_seconds=s.trace_reserve_seconds,
-            conflict_top_n=s.conflict_top_n, horizon_days=s.slot_horizon_days, slot_page_size=s.slot_page_size,
-            locations_cache_seconds=s.locations_cache_seconds, max_workers=s.part_workers,
-        ),
-    )
+        def start(self) -> None:
+            self.outbox.start()
+
+        def stop(self) -> None:
+            self.outbox.stop()
+
+        def flush(self) -> int:
+            return self.outbox.flush()
+
+    # The orchestrator's own bootstrap and adapters; only the channel differs (servicers in process).
+    orchestrator = build_servicer(
+        OrchestratorSettings(port=0, metrics_port=-1, data_dir=work),
+        downstream=Downstream(adapters.SchedulerClient(_InProcessStub(scheduler)),
+                              adapters.RetrievalClient(_InProcessStub(retrieval)),
+                              adapters.GenerationClient(_InProcessStub(generation)),
+                              adapters.ValidatorClient(_InProcessStub(validator))),
+        trace_sink=Sink())
+    orchestrator.warm_up()
 
     # As in a served process: a tracer provider, and one server span per Ask (the trace ID of the
     # answer and of its trace record comes from it).
@@ -351,8 +348,7 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
             return orchestrator.Ask(pb.AskRequest(question=question), None)
 
     def close():
-        orchestrator._core.close()
-        sink.outbox.stop()
+        orchestrator.close()
         for servicer in servicers:
             if hasattr(servicer, "close"):
                 servicer.close()

@@ -73,6 +73,12 @@ def settings_fields(info: ServiceInfo) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(module.Settings)}
 
 
+# Downstreams a service only calls while answering a read, never to start: trace reads passage
+# text back from retrieval for GetTrace, while retrieval delivers version events to trace, so a
+# start-order edge both ways would be a cycle compose refuses.
+NOT_A_START_DEPENDENCY = {"trace": ("retrieval",)}
+
+
 def service_env(info: ServiceInfo, target_host: callable) -> dict[str, str]:
     """The non-secret settings a container gets (only fields its settings class defines)."""
     fields = settings_fields(info)
@@ -249,7 +255,8 @@ def compose() -> dict:
         if "data_dir" in settings_fields(info):
             spec["volumes"] = [f"{d.dns}-data:{DATA_DIR}"]
         callees = [DEPLOY[n[: -len("_target")]].dns for n in settings_fields(info)
-                   if n.endswith("_target") and n[: -len("_target")] in DEPLOY]
+                   if n.endswith("_target") and n[: -len("_target")] in DEPLOY
+                   and n[: -len("_target")] not in NOT_A_START_DEPENDENCY.get(info.name, ())]
         spec["environment"] = dict(sorted(spec["environment"].items()))
         spec["depends_on"] = {**{n: {"condition": "service_started"} for n in depends},
                               **{n: {"condition": "service_healthy"} for n in depends if n in ("postgres", "opensearch")},

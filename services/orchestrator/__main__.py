@@ -1,10 +1,10 @@
-"""Entry point: python -m services.orchestrator"""
+"""Entry point: python -m services.orchestrator (built by services/orchestrator/bootstrap.py)."""
 
 from __future__ import annotations
 
 from citetrace.kit.server import run_service
 
-from services.orchestrator.servicer import build_spec
+from services.orchestrator.bootstrap import build_spec
 from services.orchestrator.settings import PREFIX, Settings
 
 

@@ -1,11 +1,14 @@
-"""gRPC adapters behind the core's ports: each call carries the caller's bearer token (forwarded by
-kit.clients.call) and a deadline; a failed RPC becomes the kit DomainError of the same code."""
+"""gRPC adapters behind the core's ports (services/orchestrator/core/ports.py): each translates the
+core's plain values to the downstream request and the reply back (services/orchestrator/codec.py),
+carries the caller's bearer token (forwarded by kit.clients.call) and a deadline; a failed RPC
+becomes the kit DomainError of the same code."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as cv_grpc
 from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc
@@ -13,15 +16,32 @@ from citetrace.kit.auth import AuthSettings
 from citetrace.kit.clients import invoke, stub
 from citetrace.kit.trace_client import TraceClient
 from citetrace.outbox import TraceOutbox, trace_deliverer
+from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as sched_pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as sched_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
+
+from services.orchestrator import codec
+from services.orchestrator.core import model as m
+from services.orchestrator.core.clinics import LocationInfo
 
 log = logging.getLogger("citetrace.orchestrator")
 
 
 class _Client:
+    """A downstream service behind a stub: a grpc stub over a channel (`of_target`), or anything
+    with the same unary methods (bench/ask_bench.py calls the servicers in process)."""
+
     service = ""
+    stub_class: Any = None
+
+    def __init__(self, service_stub: Any) -> None:
+        self._stub = service_stub
+
+    @classmethod
+    def of_target(cls, target: str):
+        return cls(stub(cls.stub_class, target))
 
     def _invoke(self, method, request, timeout: float, token: str | None = None):
         return invoke(method, request, self.service, timeout=timeout, token=token)
@@ -30,47 +50,46 @@ class _Client:
 class SchedulerClient(_Client):
     service = "scheduler_gateway"
 
-    def __init__(self, target: str) -> None:
-        self._stub = stub(sched_grpc.SchedulerGatewayServiceStub, target)
+    stub_class = sched_grpc.SchedulerGatewayServiceStub
 
-    def list_locations(self, request, timeout):
-        return self._invoke(self._stub.ListLocations, request, timeout)
+    def list_locations(self, page_token: str, timeout: float) -> tuple[list[LocationInfo], str]:
+        page = self._invoke(self._stub.ListLocations,
+                            sched_pb.ListLocationsRequest(page_size=100, page_token=page_token), timeout)
+        return [codec.location_from_pb(loc) for loc in page.locations], page.next_page_token
 
-    def find_slots(self, request, timeout):
-        return self._invoke(self._stub.FindSlots, request, timeout)
+    def find_slots(self, query: m.SlotQuery, timeout: float) -> m.SlotResult:
+        return codec.slots_from_pb(self._invoke(self._stub.FindSlots, codec.find_slots_pb(query), timeout))
 
 
 class RetrievalClient(_Client):
     service = "retrieval"
 
-    def __init__(self, target: str) -> None:
-        self._stub = stub(ret_grpc.RetrievalServiceStub, target)
+    stub_class = ret_grpc.RetrievalServiceStub
 
-    def search(self, request, timeout):
-        return self._invoke(self._stub.Search, request, timeout)
+    def search(self, query: m.SearchQuery, timeout: float) -> m.SearchResult:
+        return codec.search_from_pb(self._invoke(self._stub.Search, codec.search_pb(query), timeout))
 
-    def get_passages(self, request, timeout):
-        return self._invoke(self._stub.GetPassages, request, timeout)
+    def versions_of(self, passage_ids, timeout: float) -> list[m.VersionInfo]:
+        reply = self._invoke(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=list(passage_ids)), timeout)
+        return codec.versions_from_pb(reply)
 
 
 class GenerationClient(_Client):
     service = "generation"
 
-    def __init__(self, target: str) -> None:
-        self._stub = stub(gen_grpc.GenerationServiceStub, target)
+    stub_class = gen_grpc.GenerationServiceStub
 
-    def generate(self, request, timeout):
-        return self._invoke(self._stub.Generate, request, timeout)
+    def generate(self, request: m.GenerationRequest, timeout: float) -> m.GenerationResult:
+        return codec.generated_from_pb(self._invoke(self._stub.Generate, codec.generate_pb(request), timeout))
 
 
 class ValidatorClient(_Client):
     service = "citation_validator"
 
-    def __init__(self, target: str) -> None:
-        self._stub = stub(cv_grpc.CitationValidatorServiceStub, target)
+    stub_class = cv_grpc.CitationValidatorServiceStub
 
-    def validate(self, request, timeout):
-        return self._invoke(self._stub.Validate, request, timeout)
+    def validate(self, request: m.ValidationRequest, timeout: float) -> m.ValidationResult:
+        return codec.validated_from_pb(self._invoke(self._stub.Validate, codec.validate_pb(request), timeout))
 
 
 class TraceSink:

@@ -8,19 +8,12 @@ Read rules
   tenant must be the token's tenant.
 * Query text (raw and normalized) is returned only to `reviewer` and `auditor`; everyone else gets it
   blanked (the `redacted` flag tells whether it was erased by retention).
-* Passage text in the retrieved set is returned only when the caller may read that source, by the
-  same rule retrieval applies to GetPassages: `policy_admin`, `reviewer` and `auditor` read every
-  source of their tenant; anyone else only sources whose audience roles intersect theirs. The record
-  does not carry each version's audience roles, but it does carry the role filter retrieval applied
-  (`retrieval.settings.filters.roles`, falling back to the asker's `principal_roles`): every passage
-  in that part's retrieved set had an audience intersecting that role set. So when a non-privileged
-  caller holds *all* those roles, the passage's audience intersects the caller's roles too and the
-  text is shown; otherwise it is blanked (identity, digest and anchor stay). The decision uses data
-  stored with the record at write time and needs no call to retrieval (reads keep working when
-  retrieval is down, and a source retired since is still shown to whoever could read it then); it
-  never shows text the caller could not have retrieved, and may hide text a caller could read (a
-  `staff` caller reading a part searched with `patient,staff`). Fail closed when no roles were
-  recorded.
+* Passage text is not stored: the record keeps each retrieved passage's identity (IDs, version,
+  span, digest, anchor). A full read (TRACE_VIEW_FULL, the default) asks retrieval's GetPassages
+  with the reader's own credentials, so retrieval's audience rule alone decides which text the
+  reader sees, and shows a text only when it hashes to the digest the chained record stores (a
+  writer of retrieval's database cannot make a trace show forged evidence). Retrieval down: the
+  record is returned by identity, and the response says why the text is missing.
 """
 
 from __future__ import annotations
@@ -32,9 +25,11 @@ import heapq
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from citetrace import vocab as R
+from citetrace.identity import sha256_hex
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import (
     AlreadyExists,
@@ -68,8 +63,6 @@ ACTION_EVENT_ROLES = frozenset({R.SERVICE})
 LINK_ACTION = "action"
 RETENTION_ROLES = frozenset({R.AUDITOR, R.POLICY_ADMIN, R.SERVICE})
 QUERY_TEXT_ROLES = frozenset(R.READERS_OF_QUERY_TEXT)
-# Read every source of their tenant (the same set retrieval's GetPassages treats as privileged).
-SOURCE_PRIVILEGED_READERS = R.PRIVILEGED_READERS
 
 TRACE_ID_PATTERN = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
 DEFAULT_PAGE_SIZE = 50
@@ -149,24 +142,38 @@ def _check_lengths(record: pb.TraceRecord, facet_set: C.Facets) -> None:
                                   "characters")
 
 
-def passage_roles_required(record: pb.TraceRecord, part: pb.PartRecord) -> frozenset[str]:
-    applied = part.retrieval.settings.filters.roles if part.HasField("retrieval") else []
-    required = set(applied) or set(record.principal_roles)
-    required.discard(R.SERVICE)
-    return frozenset(required)
+@dataclasses.dataclass
+class PassageReadback:
+    """Texts retrieval returned to the reader, and the passages it set aside."""
+
+    texts: dict[str, str] = dataclasses.field(default_factory=dict)
+    not_visible: set[str] = dataclasses.field(default_factory=set)
+    corrupt: set[str] = dataclasses.field(default_factory=set)
 
 
-def may_read_passages(principal: Principal, record: pb.TraceRecord, part: pb.PartRecord) -> bool:
-    if principal.has_any_role(SOURCE_PRIVILEGED_READERS):
-        return True
-    required = passage_roles_required(record, part)
-    return bool(required) and required <= set(principal.roles)
+class PassagesUnavailable(Exception):
+    """Retrieval could not be asked (down, too slow): no text can be read back."""
+
+
+class PassageReader(Protocol):
+    def read(self, passage_ids: Sequence[str]) -> PassageReadback:
+        """The texts of these passages as the current caller may read them (raises PassagesUnavailable)."""
+        ...
+
+
+def without_passage_text(record: pb.TraceRecord) -> None:
+    """The stored form: retrieved passages by identity only."""
+    for part in record.parts:
+        for hit in part.retrieval.retrieved:
+            hit.passage.text = ""
 
 
 class TraceCore:
     def __init__(self, store: TraceStore, *, retention_days: int = 365,
-                 clock: Callable[[], dt.datetime] | None = None, max_page_size: int = 500) -> None:
+                 clock: Callable[[], dt.datetime] | None = None, max_page_size: int = 500,
+                 passages: PassageReader | None = None) -> None:
         self.store = store
+        self.passages = passages
         self.retention_days = retention_days
         self.now = MonotonicClock(clock) if not isinstance(clock, MonotonicClock) else clock
         self.max_page_size = max_page_size
@@ -187,6 +194,7 @@ class TraceCore:
             incoming = pb.TraceRecord()
             incoming.CopyFrom(record)
             incoming.tenant_id = principal.tenant_id
+            without_passage_text(incoming)  # a sender's copy of passage text is never kept
             if not given_created_at:
                 incoming.created_at.CopyFrom(to_timestamp(self.now()))
             body = C.body_bytes(incoming)
@@ -245,18 +253,52 @@ class TraceCore:
         if principal.has_any_role(QUERY_TEXT_ROLES) and not stored.redacted:
             record.query.raw = stored.query_raw
             record.query.normalized = stored.query_normalized
-        for part in record.parts:
-            if not may_read_passages(principal, record, part):
-                for hit in part.retrieval.retrieved:
-                    hit.passage.text = ""
         return record
 
-    def get_trace(self, principal: Principal, trace_id: str) -> pb.GetTraceResponse:
+    def read_back_passages(self, record: pb.TraceRecord) -> pb.PassageTextReadback:
+        """Fills the retrieved passages' text that retrieval shows the current caller and that
+        still hashes to the digest in the record; says what could not be filled and why."""
+        hits = [hit for part in record.parts for hit in part.retrieval.retrieved]
+        report = pb.PassageTextReadback()
+        if not hits:
+            return report
+        if self.passages is None:
+            report.unavailable_reason = "no retrieval target configured: passage text cannot be read back"
+            return report
+        with stage("trace", "trace.read_passages", passages=len(hits)) as span:
+            try:
+                found = self.passages.read([hit.passage.identity.passage_id for hit in hits])
+            except PassagesUnavailable as err:
+                report.unavailable_reason = str(err)
+                set_attributes(span, unavailable=True)
+                return report
+            for hit in hits:
+                ident = hit.passage.identity
+                text = found.texts.get(ident.passage_id)
+                if ident.passage_id in found.corrupt or (text is not None and sha256_hex(text) != ident.content_sha256):
+                    report.digest_mismatch += 1
+                elif text is None:
+                    report.not_visible += 1
+                else:
+                    hit.passage.text = text
+                    report.filled += 1
+            if report.digest_mismatch:
+                record_digest_failure("trace", "passage_span")
+            set_attributes(span, filled=report.filled, not_visible=report.not_visible,
+                           digest_mismatch=report.digest_mismatch)
+        return report
+
+    def get_trace(self, principal: Principal, trace_id: str,
+                  view: int = pb.TRACE_VIEW_UNSPECIFIED) -> pb.GetTraceResponse:
         if not trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+        if view not in (pb.TRACE_VIEW_UNSPECIFIED, pb.TRACE_VIEW_BASIC, pb.TRACE_VIEW_FULL):
+            raise InvalidArgument("INVALID_VIEW", f"view {view} is not a TraceView", field="view")
         _require_role(principal, READ_ROLES, "GetTrace")
         stored = self._stored(principal, trace_id)
         response = pb.GetTraceResponse(record=self.view(principal, stored))
+        if view != pb.TRACE_VIEW_BASIC:
+            response.passage_text.CopyFrom(self.read_back_passages(response.record))
         response.reviews.extend(self._review_pb(r) for r in self.store.list_reviews(
             principal.tenant_id, trace_id, 0, 10_000))
         response.redactions.extend(

@@ -30,8 +30,14 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
         if self._settings.database_url is None:
             self._settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = open_store(self._settings.store_url())
+        passages = None
+        if self._settings.retrieval_target:
+            from services.trace.passages import RetrievalPassageReader
+
+            passages = RetrievalPassageReader(self._settings.retrieval_target,
+                                              self._settings.passage_read_timeout_seconds)
         self._core = TraceCore(store, retention_days=self._settings.retention_days,
-                               max_page_size=self._settings.max_page_size)
+                               max_page_size=self._settings.max_page_size, passages=passages)
         log.info("trace store ready (%s)", store.dialect)
         if self._settings.retention_interval_seconds > 0 and self._settings.retention_days > 0:
             self._retention = threading.Thread(target=self._retention_loop, name="trace-retention", daemon=True)
@@ -69,7 +75,7 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
     def GetTrace(self, request, context):
         if not request.trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        return self.core.get_trace(current_principal(), request.trace_id)
+        return self.core.get_trace(current_principal(), request.trace_id, request.view)
 
     def ListTraces(self, request, context):
         if request.page_size < 0:

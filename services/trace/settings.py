@@ -24,12 +24,17 @@ class Settings(ServerSettings):
     retention_interval_seconds: float = 3600.0
     # Largest page ListTraces/ListReviews return.
     max_page_size: int = 500
+    # Retrieval, where GetTrace reads passage text back with the reader's credentials (records
+    # keep passage identities only); empty: records are returned without passage text.
+    retrieval_target: str = "127.0.0.1:50052"
+    passage_read_timeout_seconds: float = 2.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(self.retention_days >= 0, "retention_days must be >= 0")
         require(self.retention_interval_seconds >= 0, "retention_interval_seconds must be >= 0")
         require(self.max_page_size >= 1, "max_page_size must be >= 1")
+        require(self.passage_read_timeout_seconds > 0, "passage_read_timeout_seconds must be > 0")
 
     def store_url(self) -> str:
         if self.database_url:

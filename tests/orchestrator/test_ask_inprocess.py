@@ -25,7 +25,7 @@ from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.orchestrator.servicer import build_spec as orchestrator_spec
+from services.orchestrator.bootstrap import build_spec as orchestrator_spec
 from services.orchestrator.settings import Settings
 from services.trace.servicer import build_spec as trace_spec
 from services.trace.settings import Settings as TraceSettings

@@ -1,4 +1,5 @@
-"""The router: intents, entities, parts and the one focused clarification question."""
+"""The routing stage with the lexicon router: intents, entities, parts and the one focused
+clarification question (rendered from the English wording file)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import datetime as dt
 import pytest
 
 from services.orchestrator.core.clinics import LocationInfo
-from services.orchestrator.core.router import load_lexicon, route
+from services.orchestrator.core.router import LexiconRouter, load_lexicon
+from services.orchestrator.core.routing import Question, clarification_text
+from services.orchestrator.core.scope import RuleScopeGate
+from services.orchestrator.core.wording import load_catalog
 
 NY = "America/New_York"
 ACME = [
@@ -17,6 +21,20 @@ ACME = [
 ]
 CEDAR = [LocationInfo("cedar-main", "Cedar Main Street Clinic", "", "Pacific/Auckland", ("family_medicine", "imaging"))]
 AS_OF = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.UTC)
+
+
+def route(question, as_of, locations, *, permitted_location_ids=(), location_hint=""):
+    """The routing stage's decisions without the scheduler call: the gate once, the permitted
+    locations filtered once, then the lexicon router."""
+    asked = Question.of(question, as_of, location_hint)
+    decision = RuleScopeGate().decide(asked.clauses)
+    permitted = None if locations is None else [
+        loc for loc in locations if not permitted_location_ids or loc.location_id in permitted_location_ids]
+    return LexiconRouter().route(asked, decision, permitted)
+
+
+def asked(part) -> str:
+    return clarification_text(part.clarification, load_catalog().for_locale("en"))
 
 
 def kinds(result):
@@ -53,22 +71,22 @@ def test_availability_without_specialty_asks_exactly_one_question():
     result = route("Any openings this Friday?", AS_OF, ACME)
     (part,) = result.parts
     assert part.missing == ["specialty"]
-    assert part.clarification.startswith("Which specialty") and part.clarification.count("?") == 1
+    assert asked(part).startswith("Which specialty") and asked(part).count("?") == 1
 
 
 def test_availability_without_location_when_several_offer_it_asks_which_clinic():
     result = route("Can I book cardiology tomorrow?", AS_OF, ACME)
     (part,) = result.parts
     assert part.missing == ["location"]
-    assert "Northside Family Clinic" in part.clarification and "Northgate Family Clinic" in part.clarification
-    assert "Harbor" not in part.clarification  # it does not offer cardiology
+    assert "Northside Family Clinic" in asked(part) and "Northgate Family Clinic" in asked(part)
+    assert "Harbor" not in asked(part)  # it does not offer cardiology
 
 
 def test_ambiguous_clinic_asks_which_clinic():
     result = route("Can I book cardiology at the family clinic tomorrow?", AS_OF, ACME)
     (part,) = result.parts
     assert part.missing == ["location"]
-    assert part.clarification == "Which clinic do you mean: Northgate Family Clinic or Northside Family Clinic?"
+    assert asked(part) == "Which clinic do you mean: Northgate Family Clinic or Northside Family Clinic?"
 
 
 def test_single_location_tenant_needs_no_location_and_uses_its_zone():
@@ -130,15 +148,15 @@ def test_a_clinic_that_does_not_offer_the_specialty_gets_one_question_with_the_a
     result = route("Can I book dermatology at Northside tomorrow?", AS_OF, ACME)
     (part,) = result.parts
     assert part.missing == ["location"]
-    assert part.clarification == "Northside Family Clinic does not offer dermatology. " \
-                                 "Would you like Northgate Family Clinic instead?"
+    assert asked(part) == "Northside Family Clinic does not offer dermatology. " \
+                          "Would you like Northgate Family Clinic instead?"
 
 
 def test_a_specialty_the_tenant_does_not_offer_asks_which_specialty():
     result = route("Can I book physiotherapy tomorrow?", AS_OF, ACME)
     (part,) = result.parts
     assert part.missing == ["specialty"]
-    assert part.clarification.startswith("Physiotherapy is not offered here. Which specialty")
+    assert asked(part).startswith("Physiotherapy is not offered here. Which specialty")
 
 
 def test_context_of_a_clinical_question_is_not_a_part_of_its_own():
@@ -149,29 +167,25 @@ def test_context_of_a_clinical_question_is_not_a_part_of_its_own():
 def test_wording_not_about_the_appointment_does_not_make_an_intent():
     import datetime as _dt
 
-    from services.orchestrator.core import router as _router
-
     when = _dt.datetime(2026, 12, 1, 9, tzinfo=_dt.UTC)
-    late = _router.route("My shuttle was cancelled so I will be late. Will I still be seen?", when, None)
+    late = route("My shuttle was cancelled so I will be late. Will I still be seen?", when, None)
     assert [p.intent for p in late.parts] == ["arrival_preparation"]
     assert any("is not about the appointment" in e for e in late.explanations)
-    both = _router.route("My bus was cancelled, can I cancel my appointment?", when, None)
+    both = route("My bus was cancelled, can I cancel my appointment?", when, None)
     assert [p.intent for p in both.parts] == ["cancellation_rescheduling"]
 
 
 def test_a_question_with_no_intent_searches_the_union_of_policy_intents():
     import datetime as _dt
 
-    from services.orchestrator.core import router as _router
-
     when = _dt.datetime(2026, 12, 1, 9, tzinfo=_dt.UTC)
-    other = _router.route("Is parking free at the clinic?", when, None)
+    other = route("Is parking free at the clinic?", when, None)
     assert [p.intent for p in other.parts] == ["other"]
     assert set(other.parts[0].search_intents) == {"other", "arrival_preparation", "cancellation_rescheduling",
                                                   "provider_information"}
     assert any(e.startswith("search scope:") for e in other.explanations)
-    arrival = _router.route("What happens if I'm running 15 minutes late?", when, None)
+    arrival = route("What happens if I'm running 15 minutes late?", when, None)
     assert [(p.intent, p.search_intents) for p in arrival.parts] == [("arrival_preparation", ("arrival_preparation",))]
-    nb = _router.route("Barnet mitt er sykt. Må jeg betale gebyr hvis jeg avbestiller i dag?", when, None)
+    nb = route("Barnet mitt er sykt. Må jeg betale gebyr hvis jeg avbestiller i dag?", when, None)
     assert [p.intent for p in nb.parts] == ["cancellation_rescheduling"]
     assert nb.parts[0].clauses[0] == "Barnet mitt er sykt."  # the clause without an intent is context

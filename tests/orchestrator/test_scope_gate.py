@@ -6,6 +6,7 @@ import pytest
 
 from services.orchestrator.core import scope
 from services.orchestrator.core.text import split_clauses
+from services.orchestrator.core.wording import load_catalog
 
 
 def decide(question: str) -> scope.ScopeDecision:
@@ -28,9 +29,9 @@ def decide(question: str) -> scope.ScopeDecision:
 def test_clinical_questions_get_the_clinical_boundary(question):
     decision = decide(question)
     assert not decision.in_scope and not decision.emergency
-    boundary = scope.boundary_for(decision)
+    boundary = decision.boundary
     assert boundary.next_action == "CONTACT_CLINICIAN"
-    assert "can't advise" in boundary.text
+    assert "can't advise" in load_catalog().default.boundary(boundary.kind)
     assert decision.in_scope_clauses == []
 
 
@@ -45,7 +46,7 @@ def test_emergency_wording_gets_the_emergency_boundary_for_the_whole_question(qu
     decision = decide(question)
     assert decision.emergency
     assert decision.in_scope_clauses == []
-    assert scope.boundary_for(decision).next_action == "CONTACT_EMERGENCY_SERVICES"
+    assert decision.boundary.next_action == "CONTACT_EMERGENCY_SERVICES"
 
 
 @pytest.mark.parametrize("question", [
@@ -66,7 +67,7 @@ def test_emergency_wording_gets_the_emergency_boundary_for_the_whole_question(qu
 def test_appointment_questions_are_in_scope(question):
     decision = decide(question)
     assert decision.in_scope, decision.reason
-    assert scope.boundary_for(decision) is None
+    assert decision.boundary is None
 
 
 def test_mixed_question_withholds_only_the_clinical_clause():
@@ -78,8 +79,11 @@ def test_mixed_question_withholds_only_the_clinical_clause():
     assert "blood thinner" not in decision.reason and "clinical.medication" in decision.reason
 
 
-def test_the_wording_is_versioned_data():
+def test_the_rules_and_the_wording_are_versioned_data():
     policy = scope.load_policy()
     assert policy.version.startswith("scope-boundary-")
     assert decide("Do I have the flu?").version == policy.version
     assert {"emergency", "clinical"} <= set(policy.responses)
+    # Every boundary kind has its words in every locale's wording file.
+    for wording in load_catalog().by_locale.values():
+        assert wording.version and all(wording.boundary(kind) for kind in policy.responses)

@@ -42,7 +42,7 @@ def _spec(name: str, data_dir: Path, auth, **extra):
         (data_dir / name).mkdir(parents=True, exist_ok=True)
     settings = settings_mod.Settings(**fields)
     if name == "orchestrator":
-        return servicer.build_spec(settings, auth)
+        return importlib.import_module("services.orchestrator.bootstrap").build_spec(settings, auth)
     return servicer.build_spec(settings)
 
 
@@ -54,8 +54,10 @@ def world(tmp_path_factory, auth):
     (data_dir / "dev-secret").write_text(auth.hs256_secret + "\n")
     with contextlib.ExitStack() as stack:
         addresses = {}
-        for name in ("retrieval", "scheduler_gateway", "generation", "trace"):
+        for name in ("retrieval", "scheduler_gateway", "generation"):
             addresses[name] = stack.enter_context(serving(_spec(name, data_dir, auth), auth)).address
+        addresses["trace"] = stack.enter_context(serving(_spec(
+            "trace", data_dir, auth, retrieval_target=addresses["retrieval"]), auth)).address
         addresses["citation_validator"] = stack.enter_context(serving(_spec(
             "citation_validator", data_dir, auth, retrieval_target=addresses["retrieval"]), auth)).address
         addresses["orchestrator"] = stack.enter_context(serving(_spec(

@@ -41,18 +41,25 @@ def test_record_then_get_round_trips_the_record(trace, metadata_for):
     rec = make_record("t-roundtrip")
     reply = record(stub, metadata_for(TENANT, SERVICE), rec)
     assert reply.created and len(reply.record_hash) == 64
-    got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-roundtrip"), timeout=10,
-                        metadata=metadata_for(TENANT, ("auditor", "patient"))).record
+    reply_full = stub.GetTrace(pb.GetTraceRequest(trace_id="t-roundtrip"), timeout=10,
+                               metadata=metadata_for(TENANT, ("auditor", "patient")))
+    got = reply_full.record
     assert got.record_hash == reply.record_hash and got.sequence == 1
     assert got.previous_hash == "0" * 64
-    # Everything the orchestrator sent comes back unchanged (service-set fields aside).
+    # Everything the orchestrator sent comes back unchanged (service-set fields aside), except
+    # passage text: the record keeps passages by identity only.
     expected = pb.TraceRecord()
     expected.CopyFrom(rec)
+    for part in expected.parts:
+        for hit in part.retrieval.retrieved:
+            hit.passage.text = ""
     for name in ("previous_hash", "record_hash", "sequence"):
         got.ClearField(name)
     assert got == expected
-    assert got.parts[0].retrieval.retrieved[1].passage.text == MRI_OTHER.text
+    assert got.parts[0].retrieval.retrieved[1].passage.identity == MRI_OTHER.identity
     assert list(got.parts[0].citations)[0].passage_id == MRI_RULE.identity.passage_id
+    # This service has no retrieval to read the text back from, and says so.
+    assert "no retrieval target" in reply_full.passage_text.unavailable_reason
 
 
 def test_retried_write_is_idempotent_and_a_different_record_conflicts(trace, metadata_for):
@@ -123,32 +130,6 @@ def test_query_text_only_for_reviewer_and_auditor(trace, metadata_for):
         query = query_for(roles)
         assert query.raw == "" and query.normalized == "" and not query.redacted
     expect_error(lambda: query_for(("patient",)), grpc.StatusCode.PERMISSION_DENIED, "ROLE_REQUIRED")
-
-
-def test_passage_text_only_when_the_caller_may_read_the_source(trace, metadata_for):
-    _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
-    record(stub, md, make_record("t-staff-src", filter_roles=("staff",), principal_roles=("staff",)))
-    record(stub, md, make_record("t-both-src", filter_roles=("patient", "staff"), principal_roles=("staff",)))
-
-    def texts(trace_id, roles):
-        rec = stub.GetTrace(pb.GetTraceRequest(trace_id=trace_id), timeout=10,
-                            metadata=metadata_for(TENANT, roles)).record
-        return [h.passage.text for h in rec.parts[0].retrieval.retrieved], rec
-
-    assert texts("t-staff-src", ("staff",))[0] == [MRI_RULE.text, MRI_OTHER.text]
-    record(stub, md, make_record("t-patient-src", filter_roles=("patient",), principal_roles=("patient",)))
-    hidden, rec = texts("t-patient-src", ("staff",))
-    assert hidden == ["", ""]
-    # Identity, digest and anchor stay even when the text is withheld.
-    identity = rec.parts[0].retrieval.retrieved[0].passage.identity
-    assert identity.content_sha256 == MRI_RULE.identity.content_sha256 and identity.source_anchor
-    # Reviewers, auditors and policy admins read every source of their tenant (as in retrieval).
-    for roles in (("auditor",), ("reviewer",), ("policy_admin",)):
-        assert texts("t-patient-src", roles)[0] == [MRI_RULE.text, MRI_OTHER.text]
-    # A part searched with patient+staff: only a caller holding both may see the text.
-    assert texts("t-both-src", ("staff",))[0] == ["", ""]
-    assert texts("t-both-src", ("staff", "patient"))[0] == [MRI_RULE.text, MRI_OTHER.text]
 
 
 def test_list_filters_and_paging(trace, metadata_for):

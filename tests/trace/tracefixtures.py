@@ -107,6 +107,9 @@ def make_record(trace_id: str, *, tenant: str = TENANT, question: str = "When sh
 
 @contextlib.contextmanager
 def trace_service(auth, data_dir, database_url=None, **settings):
+    """A trace service; without retrieval_target it reads no passage text back (and never calls
+    whatever listens on the default retrieval port)."""
+    settings.setdefault("retrieval_target", "")
     spec = build_spec(Settings(port=0, metrics_port=-1, data_dir=data_dir, database_url=database_url, **settings))
     with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
         yield runner, pb_grpc.TraceServiceStub(channel), spec.servicer

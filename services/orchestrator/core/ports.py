@@ -1,36 +1,76 @@
-"""What the pipeline needs from other services, as small interfaces (no grpc here). Adapters
-raise kit DomainErrors (Unavailable, DeadlineExceeded, InvalidArgument, ...) on failure."""
+"""What the core needs from the world, as small interfaces over plain values (core/model.py); no
+grpc and no protobuf here. Adapters (services/orchestrator/adapters.py) implement the downstream
+ports and raise kit DomainErrors (Unavailable, DeadlineExceeded, InvalidArgument, ...) on failure;
+the assembler (services/orchestrator/assembler.py) implements `Assembler`."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
-from citetrace.generation.v1 import generation_service_pb2 as gen_pb
-from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
-from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as sched_pb
-from citetrace.trace.v1 import trace_service_pb2 as trace_pb
+from services.orchestrator.core.clinics import LocationInfo
+from services.orchestrator.core.model import (
+    AskResult,
+    GenerationRequest,
+    GenerationResult,
+    SearchQuery,
+    SearchResult,
+    SlotQuery,
+    SlotResult,
+    ValidationRequest,
+    ValidationResult,
+    VersionInfo,
+)
 
 
 class Scheduler(Protocol):
-    def list_locations(self, request: sched_pb.ListLocationsRequest, timeout: float) -> sched_pb.ListLocationsResponse: ...
-    def find_slots(self, request: sched_pb.FindSlotsRequest, timeout: float) -> sched_pb.FindSlotsResponse: ...
+    def list_locations(self, page_token: str, timeout: float) -> tuple[list[LocationInfo], str]:
+        """One page of the caller's tenant's locations and the next page token ("" at the end)."""
+        ...
+
+    def find_slots(self, query: SlotQuery, timeout: float) -> SlotResult: ...
 
 
 class Retrieval(Protocol):
-    def search(self, request: ret_pb.SearchRequest, timeout: float) -> ret_pb.SearchResponse: ...
-    def get_passages(self, request: ret_pb.GetPassagesRequest, timeout: float) -> ret_pb.GetPassagesResponse: ...
+    def search(self, query: SearchQuery, timeout: float) -> SearchResult: ...
+
+    def versions_of(self, passage_ids: Sequence[str], timeout: float) -> list[VersionInfo]:
+        """The versions of these passages as the store of record has them (status, location scope)."""
+        ...
 
 
 class Generation(Protocol):
-    def generate(self, request: gen_pb.GenerateRequest, timeout: float) -> gen_pb.GenerateResponse: ...
+    def generate(self, request: GenerationRequest, timeout: float) -> GenerationResult: ...
 
 
 class Validator(Protocol):
-    def validate(self, request: cv_pb.ValidateRequest, timeout: float) -> cv_pb.ValidateResponse: ...
+    def validate(self, request: ValidationRequest, timeout: float) -> ValidationResult: ...
+
+
+class Assembled(Protocol):
+    """The answer and its trace record, built together (opaque to the core)."""
+
+    response: Any
+    record: Any
+
+
+class Assembler(Protocol):
+    def assemble(self, result: AskResult) -> Assembled: ...
 
 
 class TraceSink(Protocol):
-    def submit(self, record: trace_pb.TraceRecord) -> bool:
+    def submit(self, record: Any) -> bool:
         """Stores the record durably; True when it was delivered to the trace service now."""
+        ...
+
+
+class DeliveringTraceSink(TraceSink, Protocol):
+    """A trace sink with a deliverer of its own (the outbox): started at warm-up, drained at stop."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def flush(self) -> int:
+        """Delivers waiting records now; returns how many still wait."""
         ...

@@ -1,7 +1,8 @@
-"""The router (DESIGN.md §4 step 2): deterministic and explainable. Lexicons and rules
-(data/router_lexicon.yaml, versioned) find intents and entities; each request clause goes to the
-authority that answers it; a needed entity that is missing gives exactly one focused clarification
-question. Pure: locations come in from the caller (scheduler-gateway ListLocations, cached)."""
+"""The lexicon router (DESIGN.md §4 step 2), the routing stage's `Router` (core/routing.py):
+deterministic and explainable. Lexicons and rules (data/router_lexicon.yaml, versioned) find
+intents and entities; each request clause goes to the authority that answers it; a needed entity
+that is missing gives exactly one focused clarification. Pure: the scope decision and the caller's
+permitted locations come in from the routing stage."""
 
 from __future__ import annotations
 
@@ -15,25 +16,26 @@ from zoneinfo import ZoneInfo
 import yaml
 
 from services.orchestrator.core import clinics, dates, scope
-from services.orchestrator.core.text import fold, normalize, split_clauses
+from services.orchestrator.core.model import Intent, PartKind
+from services.orchestrator.core.routing import Clarification, Entity, PartPlan, Question, Route
+from services.orchestrator.core.text import fold
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "router_lexicon.yaml"
 
-AVAILABILITY = "availability"
-ARRIVAL = "arrival_preparation"
-CANCELLATION = "cancellation_rescheduling"
-PROVIDER = "provider_information"
-OTHER = "other"
-CLINICAL = "clinical"
+AVAILABILITY = Intent.AVAILABILITY
+ARRIVAL = Intent.ARRIVAL_PREPARATION
+CANCELLATION = Intent.CANCELLATION_RESCHEDULING
+PROVIDER = Intent.PROVIDER_INFORMATION
+OTHER = Intent.OTHER
+CLINICAL = Intent.CLINICAL
 
-# intent -> part kind (names of citetrace.common.v1.PartKind without the prefix)
 PART_KIND = {
-    AVAILABILITY: "LIVE_SLOT",
-    ARRIVAL: "ARRIVAL_PREPARATION",
-    CANCELLATION: "CANCELLATION_RESCHEDULING",
-    PROVIDER: "PROVIDER_DESCRIPTION",
-    OTHER: "OTHER_POLICY",
-    CLINICAL: "CLINICAL_BOUNDARY",
+    AVAILABILITY: PartKind.LIVE_SLOT,
+    ARRIVAL: PartKind.ARRIVAL_PREPARATION,
+    CANCELLATION: PartKind.CANCELLATION_RESCHEDULING,
+    PROVIDER: PartKind.PROVIDER_DESCRIPTION,
+    OTHER: PartKind.OTHER_POLICY,
+    CLINICAL: PartKind.CLINICAL_BOUNDARY,
 }
 INTENT_ORDER = (AVAILABILITY, ARRIVAL, CANCELLATION, PROVIDER, OTHER)
 # The intents a policy document can be filed under that a question with no matched intent may be
@@ -47,7 +49,7 @@ DEFAULT_HORIZON_DAYS = 14
 @dataclasses.dataclass(frozen=True)
 class Lexicon:
     version: str
-    intents: dict[str, tuple[tuple[str, re.Pattern[str]], ...]]
+    intents: dict[Intent, tuple[tuple[str, re.Pattern[str]], ...]]
     specialties: dict[str, tuple[str, ...]]
     appointment_types: dict[str, tuple[str, ...]]
     type_implies_specialty: dict[str, str]
@@ -77,7 +79,7 @@ def _phrase_pattern(entry: str) -> re.Pattern[str]:
 def load_lexicon(path: Path = DATA_FILE) -> Lexicon:
     raw = yaml.safe_load(path.read_text())
     intents = {
-        name: tuple((str(entry), _phrase_pattern(str(entry))) for entry in entries)
+        Intent(name): tuple((str(entry), _phrase_pattern(str(entry))) for entry in entries)
         for name, entries in raw["intents"].items()
     }
     return Lexicon(
@@ -90,58 +92,12 @@ def load_lexicon(path: Path = DATA_FILE) -> Lexicon:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class Entity:
-    kind: str  # specialty, location, date, appointment_type, provider
-    surface: str
-    value: str
-    confidence: float
-    explanation: str
-
-
-@dataclasses.dataclass
-class PartPlan:
-    part_id: str
-    intent: str
-    kind: str
-    clauses: list[str]
-    query: str = ""
-    range_start: dt.datetime | None = None
-    range_end: dt.datetime | None = None
-    missing: list[str] = dataclasses.field(default_factory=list)
-    clarification: str = ""
-    boundary: scope.Boundary | None = None
-    # The intent filter of a policy part's Search, decided up front from the question (never
-    # relaxed after a result): the part's own intent, or the union of the plausible ones.
-    search_intents: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass
-class Route:
-    version: str
-    scope: scope.ScopeDecision
-    parts: list[PartPlan]
-    intents: list[str]
-    entities: list[Entity]
-    explanations: list[str]
-    location: clinics.LocationInfo | None = None
-    zone: ZoneInfo = ZoneInfo("UTC")
-    specialty: str = ""
-    appointment_type: str = ""
-    provider: str = ""
-    locations_known: bool = True
-
-    @property
-    def in_scope(self) -> bool:
-        return self.scope.in_scope
-
-
-def detect_intents(clause: str, lexicon: Lexicon) -> list[tuple[str, str]]:
+def detect_intents(clause: str, lexicon: Lexicon) -> list[tuple[Intent, str]]:
     """(intent, matched entry) for each intent whose lexicon matches the clause."""
     text = fold(clause)
     for _, pattern in lexicon.not_intents:
         text = pattern.sub(" ", text)
-    found: list[tuple[str, str]] = []
+    found: list[tuple[Intent, str]] = []
     for intent, entries in lexicon.intents.items():
         for entry, pattern in entries:
             if pattern.search(text):
@@ -161,156 +117,166 @@ def _lexicon_match(text: str, table: dict[str, tuple[str, ...]]) -> tuple[str, s
     return (best[1], best[2]) if best else None
 
 
-def _join_names(locs: list[clinics.LocationInfo]) -> str:
-    names = sorted(loc.display_name for loc in locs)
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+class LexiconRouter:
+    """The routing stage's Router: lexicons and rules, no model."""
 
+    def __init__(self, lexicon: Lexicon | None = None, horizon_days: int = DEFAULT_HORIZON_DAYS) -> None:
+        self.lexicon = lexicon or load_lexicon()
+        self.horizon_days = horizon_days
 
-def route(
-    question: str,
-    as_of: dt.datetime,
-    locations: list[clinics.LocationInfo] | None,
-    *,
-    location_hint: str = "",
-    permitted_location_ids: tuple[str, ...] = (),
-    horizon_days: int = DEFAULT_HORIZON_DAYS,
-    lexicon: Lexicon | None = None,
-    policy: scope.ScopePolicy | None = None,
-) -> Route:
-    """Scope gate first, then intents, entities and parts. `locations` None: unknown (the
-    scheduler could not be asked); the router then neither resolves nor asks for a clinic."""
-    lexicon = lexicon or load_lexicon()
-    clauses = split_clauses(question) or [normalize(question)]
-    decision = scope.gate(clauses, policy)
-    boundary = scope.boundary_for(decision, policy)
-    explanations = [f"scope: {decision.reason}"]
-    result = Route(lexicon.version, decision, [], [], [], explanations, locations_known=locations is not None)
+    @property
+    def version(self) -> str:
+        return self.lexicon.version
 
-    if decision.emergency:
-        result.parts.append(PartPlan("p1", CLINICAL, PART_KIND[CLINICAL], [], boundary=boundary))
-        result.intents.append(CLINICAL)
+    def route(self, question: Question, decision: scope.ScopeDecision,
+              permitted: list[clinics.LocationInfo] | None) -> Route:
+        """Intents, entities and parts of a gated question. `permitted` None: the locations are
+        unknown (the scheduler could not be asked); the router then neither resolves nor asks
+        for a clinic."""
+        explanations = [f"scope: {decision.reason}"]
+        result = Route(self.lexicon.version, decision, [], [], [], explanations, locations_known=permitted is not None)
+        if decision.emergency:
+            result.parts.append(PartPlan("p1", CLINICAL, PART_KIND[CLINICAL], [], boundary=decision.boundary))
+            result.intents.append(CLINICAL)
+            return result
+        found = self._intents(decision, explanations)
+        in_scope_text = fold(" ".join(decision.in_scope_clauses))
+        self._entities(in_scope_text, result)
+        ambiguous = self._locate(in_scope_text, permitted, question.location_hint, result)
+        zones = {loc.time_zone for loc in (permitted or []) if loc.time_zone}
+        zone_name = result.location.time_zone if result.location and result.location.time_zone else (
+            zones.pop() if len(zones) == 1 else "UTC")
+        result.zone = ZoneInfo(zone_name)
+        date_range = dates.resolve(in_scope_text, question.as_of, result.zone)
+        if date_range:
+            result.entities.append(Entity("date", date_range.surface, date_range.start.isoformat()
+                                          if (date_range.end - date_range.start).days == 1
+                                          else f"{date_range.start.isoformat()}/{date_range.end.isoformat()}",
+                                          1.0, date_range.explanation))
+        self._parts(found, decision, result, date_range, question.as_of, permitted, ambiguous)
         return result
 
-    # Intents per in-scope clause; clauses without an intent are context for the others.
-    by_intent: dict[str, list[str]] = {}
-    first_seen: dict[str, int] = {}
-    clinical_index = None
-    context: list[str] = []  # in-scope clauses that match no intent
-    for index, verdict in enumerate(decision.clauses):
-        if verdict.kind == scope.CLINICAL:
-            clinical_index = index if clinical_index is None else clinical_index
-            continue
-        found = detect_intents(verdict.clause, lexicon)
-        for entry, pattern in lexicon.not_intents:
-            if pattern.search(fold(verdict.clause)):
-                explanations.append(f"clause {index + 1}: '{entry}' is not about the appointment (ignored for intents)")
-        if not found:
-            context.append(verdict.clause)
-        if {i for i, _ in found} >= {AVAILABILITY, PROVIDER} and dict(found)[PROVIDER] == PROVIDER_BY_NAME:
-            # "Is Dr. X available ...": the doctor is an entity of the slot request, not a question
-            # about the provider.
-            found = [(i, e) for i, e in found if i != PROVIDER]
-            explanations.append(f"clause {index + 1}: a named provider in an availability request is an entity")
-        for intent, entry in found:
-            by_intent.setdefault(intent, []).append(verdict.clause)
-            first_seen.setdefault(intent, index)
-            explanations.append(f"intent {intent}: matched '{entry}' in clause {index + 1}")
-    in_scope_text = fold(" ".join(decision.in_scope_clauses))
-    if not by_intent and decision.in_scope_clauses and clinical_index is None:
-        by_intent[OTHER] = list(decision.in_scope_clauses)
-        first_seen[OTHER] = 0
-        explanations.append("intent other: no intent lexicon matched")
-    elif not by_intent and decision.in_scope_clauses:
-        explanations.append("clauses without an intent are context of the clinical request: no other part")
+    def _intents(self, decision: scope.ScopeDecision, explanations: list[str]) -> _Intents:
+        """Intents per in-scope clause; clauses without an intent are context for the others."""
+        lexicon = self.lexicon
+        out = _Intents()
+        for index, verdict in enumerate(decision.clauses):
+            if verdict.kind == scope.CLINICAL:
+                out.clinical_index = index if out.clinical_index is None else out.clinical_index
+                continue
+            found = detect_intents(verdict.clause, lexicon)
+            for entry, pattern in lexicon.not_intents:
+                if pattern.search(fold(verdict.clause)):
+                    explanations.append(f"clause {index + 1}: '{entry}' is not about the appointment "
+                                        "(ignored for intents)")
+            if not found:
+                out.context.append(verdict.clause)
+            if {i for i, _ in found} >= {AVAILABILITY, PROVIDER} and dict(found)[PROVIDER] == PROVIDER_BY_NAME:
+                # "Is Dr. X available ...": the doctor is an entity of the slot request, not a
+                # question about the provider.
+                found = [(i, e) for i, e in found if i != PROVIDER]
+                explanations.append(f"clause {index + 1}: a named provider in an availability request is an entity")
+            for intent, entry in found:
+                out.by_intent.setdefault(intent, []).append(verdict.clause)
+                out.first_seen.setdefault(intent, index)
+                explanations.append(f"intent {intent}: matched '{entry}' in clause {index + 1}")
+        if not out.by_intent and decision.in_scope_clauses and out.clinical_index is None:
+            out.by_intent[OTHER] = list(decision.in_scope_clauses)
+            out.first_seen[OTHER] = 0
+            explanations.append("intent other: no intent lexicon matched")
+        elif not out.by_intent and decision.in_scope_clauses:
+            explanations.append("clauses without an intent are context of the clinical request: no other part")
+        return out
 
-    # Entities (from in-scope text only: a clinical clause is never sent anywhere).
-    specialty = _lexicon_match(in_scope_text, lexicon.specialties)
-    appt = _lexicon_match(in_scope_text, lexicon.appointment_types)
-    if appt:
-        result.appointment_type = appt[0]
-        result.entities.append(Entity("appointment_type", appt[1], appt[0], 1.0, f"lexicon '{appt[1]}'"))
-    if specialty:
-        result.specialty = specialty[0]
-        result.entities.append(Entity("specialty", specialty[1], specialty[0], 1.0, f"lexicon '{specialty[1]}'"))
-    elif appt and appt[0] in lexicon.type_implies_specialty:
-        result.specialty = lexicon.type_implies_specialty[appt[0]]
-        result.entities.append(Entity("specialty", appt[1], result.specialty, 0.9,
-                                      f"implied by appointment type {appt[0]}"))
-    if m := re.search(r"\bdr\.? ([a-zæøå][\w'-]+)", in_scope_text):
-        result.provider = m[1]
-        result.entities.append(Entity("provider", m[0], m[1], 0.8, "title followed by a name"))
+    def _entities(self, in_scope_text: str, result: Route) -> None:
+        """Specialty, appointment type and provider, from in-scope text only (a clinical clause is
+        never sent anywhere)."""
+        lexicon = self.lexicon
+        specialty = _lexicon_match(in_scope_text, lexicon.specialties)
+        appt = _lexicon_match(in_scope_text, lexicon.appointment_types)
+        if appt:
+            result.appointment_type = appt[0]
+            result.entities.append(Entity("appointment_type", appt[1], appt[0], 1.0, f"lexicon '{appt[1]}'"))
+        if specialty:
+            result.specialty = specialty[0]
+            result.entities.append(Entity("specialty", specialty[1], specialty[0], 1.0, f"lexicon '{specialty[1]}'"))
+        elif appt and appt[0] in lexicon.type_implies_specialty:
+            result.specialty = lexicon.type_implies_specialty[appt[0]]
+            result.entities.append(Entity("specialty", appt[1], result.specialty, 0.9,
+                                          f"implied by appointment type {appt[0]}"))
+        if m := re.search(r"\bdr\.? ([a-zæøå][\w'-]+)", in_scope_text):
+            result.provider = m[1]
+            result.entities.append(Entity("provider", m[0], m[1], 0.8, "title followed by a name"))
 
-    # Location: a clinic named in the question, else the request's hint, else the only candidate.
-    permitted = None if locations is None else [
-        loc for loc in locations if not permitted_location_ids or loc.location_id in permitted_location_ids
-    ]
-    ambiguous: tuple[clinics.LocationInfo, ...] = ()
-    if permitted is not None:
-        found = clinics.match(in_scope_text, permitted, lexicon.vocabulary)
+    def _locate(self, in_scope_text: str, permitted: list[clinics.LocationInfo] | None, hint: str,
+                result: Route) -> tuple[clinics.LocationInfo, ...]:
+        """A clinic named in the question, else the request's hint, else the only candidate.
+        Returns the candidates when the question's clinic is ambiguous."""
+        if permitted is None:
+            if hint:
+                result.explanations.append("locations unavailable: the request's location hint is passed through "
+                                           "unverified")
+            return ()
+        found = clinics.match(in_scope_text, permitted, self.lexicon.vocabulary)
         if found.status == "resolved":
             result.location = found.location
             result.entities.append(Entity("location", found.surface, found.location.location_id,
                                           round(found.score, 3), found.explanation))
-        elif found.status == "ambiguous":
-            ambiguous = found.candidates
-            explanations.append(f"location ambiguous: {found.explanation} "
-                                f"({', '.join(c.location_id for c in found.candidates)})")
-        if result.location is None and not ambiguous:
-            hinted = [loc for loc in permitted if loc.location_id == location_hint]
-            offering = [loc for loc in permitted if result.specialty and result.specialty in loc.specialties]
-            if hinted:
-                result.location = hinted[0]
-                why = "from the request's location hint"
-            elif len(permitted) == 1:
-                result.location = permitted[0]
-                why = "the only location permitted to the caller"
-            elif len(offering) == 1:
-                result.location = offering[0]
-                why = f"the only permitted location offering {result.specialty}"
-            if result.location is not None:
-                result.entities.append(Entity("location", "", result.location.location_id, 1.0, why))
-    elif location_hint:
-        explanations.append("locations unavailable: the request's location hint is passed through unverified")
+            return ()
+        if found.status == "ambiguous":
+            result.explanations.append(f"location ambiguous: {found.explanation} "
+                                       f"({', '.join(c.location_id for c in found.candidates)})")
+            return found.candidates
+        hinted = [loc for loc in permitted if loc.location_id == hint]
+        offering = [loc for loc in permitted if result.specialty and result.specialty in loc.specialties]
+        if hinted:
+            result.location, why = hinted[0], "from the request's location hint"
+        elif len(permitted) == 1:
+            result.location, why = permitted[0], "the only location permitted to the caller"
+        elif len(offering) == 1:
+            result.location, why = offering[0], f"the only permitted location offering {result.specialty}"
+        if result.location is not None:
+            result.entities.append(Entity("location", "", result.location.location_id, 1.0, why))
+        return ()
 
-    # Time zone: the location's, else the one zone all permitted locations share, else UTC.
-    zones = {loc.time_zone for loc in (permitted or []) if loc.time_zone}
-    zone_name = result.location.time_zone if result.location and result.location.time_zone else (
-        zones.pop() if len(zones) == 1 else "UTC")
-    result.zone = ZoneInfo(zone_name)
-    date_range = dates.resolve(in_scope_text, as_of, result.zone)
-    if date_range:
-        result.entities.append(Entity("date", date_range.surface, date_range.start.isoformat()
-                                      if (date_range.end - date_range.start).days == 1
-                                      else f"{date_range.start.isoformat()}/{date_range.end.isoformat()}",
-                                      1.0, date_range.explanation))
+    def _parts(self, found: _Intents, decision: scope.ScopeDecision, result: Route,
+               date_range: dates.DateRange | None, as_of: dt.datetime,
+               permitted: list[clinics.LocationInfo] | None, ambiguous: tuple[clinics.LocationInfo, ...]) -> None:
+        """Parts in the order the question asked them; the clinical boundary where it was asked."""
+        order = sorted(found.by_intent, key=lambda i: (found.first_seen[i], INTENT_ORDER.index(i)))
+        plans: list[tuple[int, PartPlan]] = []
+        context = found.context
+        for intent in order:
+            clauses = found.by_intent[intent]
+            if intent != AVAILABILITY and context and found.clinical_index is None and set(context) - set(clauses):
+                # "My child is ill. Do I pay the fee if I cancel today?": a clause with no intent of
+                # its own is context of the policy question (its search and its answer), in order.
+                clauses = [c for c in decision.in_scope_clauses if c in context or c in clauses]
+                result.explanations.append(f"{intent}: {len(context)} clause(s) without an intent are its context")
+            plan = PartPlan("", intent, PART_KIND[intent], clauses)
+            plan.query = _query(plan.clauses, result)
+            if intent == AVAILABILITY:
+                _plan_slots(plan, result, date_range, as_of, self.horizon_days, permitted, ambiguous)
+            else:
+                plan.search_intents = _search_intents(intent, found.by_intent, result.explanations)
+            plans.append((found.first_seen[intent], plan))
+            result.intents.append(intent)
+        if found.clinical_index is not None:
+            plans.append((found.clinical_index,
+                          PartPlan("", CLINICAL, PART_KIND[CLINICAL], [], boundary=decision.boundary)))
+            result.intents.append(CLINICAL)
+        plans.sort(key=lambda item: item[0])
+        for number, (_, plan) in enumerate(plans, start=1):
+            plan.part_id = f"p{number}"
+            result.parts.append(plan)
 
-    # Parts in the order the question asked them; the clinical boundary where it was asked.
-    order = sorted(by_intent, key=lambda i: (first_seen[i], INTENT_ORDER.index(i)))
-    plans: list[tuple[int, PartPlan]] = []
-    for intent in order:
-        clauses = by_intent[intent]
-        if intent != AVAILABILITY and context and clinical_index is None and set(context) - set(clauses):
-            # "My child is ill. Do I pay the fee if I cancel today?": a clause with no intent of its own
-            # is context of the policy question (its search and its answer), in question order.
-            clauses = [c for c in decision.in_scope_clauses if c in context or c in clauses]
-            explanations.append(f"{intent}: {len(context)} clause(s) without an intent are its context")
-        plan = PartPlan("", intent, PART_KIND[intent], clauses)
-        plan.query = _query(plan.clauses, result)
-        if intent != AVAILABILITY:
-            plan.search_intents = _search_intents(intent, by_intent, result.explanations)
-        if intent == AVAILABILITY:
-            _plan_slots(plan, result, date_range, as_of, horizon_days, permitted, ambiguous)
-        plans.append((first_seen[intent], plan))
-        result.intents.append(intent)
-    if clinical_index is not None:
-        plans.append((clinical_index, PartPlan("", CLINICAL, PART_KIND[CLINICAL], [], boundary=boundary)))
-        result.intents.append(CLINICAL)
-    plans.sort(key=lambda item: item[0])
-    for number, (_, plan) in enumerate(plans, start=1):
-        plan.part_id = f"p{number}"
-        result.parts.append(plan)
-    return result
 
+@dataclasses.dataclass
+class _Intents:
+    by_intent: dict[Intent, list[str]] = dataclasses.field(default_factory=dict)
+    first_seen: dict[Intent, int] = dataclasses.field(default_factory=dict)
+    clinical_index: int | None = None
+    context: list[str] = dataclasses.field(default_factory=list)  # in-scope clauses that match no intent
 
 def _search_intents(intent: str, by_intent: dict[str, list[str]], explanations: list[str]) -> tuple[str, ...]:
     """The intent scope of a policy part's Search. A part whose intent a lexicon named searches
@@ -340,33 +306,34 @@ def _plan_slots(plan: PartPlan, result: Route, date_range: dates.DateRange | Non
     else:
         plan.range_start, plan.range_end = as_of, as_of + dt.timedelta(days=horizon_days)
         result.explanations.append(f"date: none named; the next {horizon_days} days from as_of")
-    offered = sorted({s for loc in permitted or [] for s in loc.specialties})
-    examples = f" ({', '.join(s.replace('_', ' ') for s in offered)})" if offered else ""
-    name = result.specialty.replace("_", " ")
-    if not result.specialty:
-        plan.missing.append("specialty")
-        plan.clarification = f"Which specialty would you like to book{examples}?"
-        return
-    if offered and result.specialty not in offered:
-        plan.missing.append("specialty")
-        plan.clarification = f"{name.capitalize()} is not offered here. Which specialty would you like to book{examples}?"
-        result.explanations.append(f"specialty {result.specialty}: offered by none of the caller's locations")
-        return
+    plan.clarification = _clarification(result, permitted, ambiguous)
+    if plan.clarification is not None:
+        plan.missing.append(plan.clarification.missing)
+
+
+def _clarification(result: Route, permitted: list[clinics.LocationInfo] | None,
+                   ambiguous: tuple[clinics.LocationInfo, ...]) -> Clarification | None:
+    """The one entity a slot request still needs, if any."""
+    offered = tuple(sorted({s for loc in permitted or [] for s in loc.specialties}))
+    specialty = result.specialty
+    if not specialty:
+        return Clarification("which_specialty", "specialty", options=offered)
+    if offered and specialty not in offered:
+        result.explanations.append(f"specialty {specialty}: offered by none of the caller's locations")
+        return Clarification("specialty_not_offered", "specialty", specialty, options=offered)
+    if permitted is None:
+        return None
     loc = result.location
-    if loc is not None and loc.specialties and result.specialty not in loc.specialties and permitted is not None:
-        others = [other for other in permitted if result.specialty in other.specialties]
-        plan.missing.append("location")
-        plan.clarification = (f"{loc.display_name} does not offer {name}. Would you like "
-                              f"{_join_names(others)} instead?")
-        result.explanations.append(f"location {loc.location_id}: does not offer {result.specialty}")
-        return
-    if result.location is None and permitted is not None:
+    if loc is not None and loc.specialties and specialty not in loc.specialties:
+        others = tuple(other.display_name for other in permitted if specialty in other.specialties)
+        result.explanations.append(f"location {loc.location_id}: does not offer {specialty}")
+        return Clarification("location_lacks_specialty", "location", specialty, loc.display_name, others)
+    if loc is None:
         if ambiguous:
-            plan.missing.append("location")
-            plan.clarification = f"Which clinic do you mean: {_join_names(list(ambiguous))}?"
-            return
-        offering = [loc for loc in permitted if result.specialty in loc.specialties] or permitted
+            return Clarification("which_clinic_of", "location", specialty,
+                                 options=tuple(c.display_name for c in ambiguous))
+        offering = [other for other in permitted if specialty in other.specialties] or permitted
         if len(offering) > 1:
-            plan.missing.append("location")
-            plan.clarification = (f"Which clinic would you like for {result.specialty.replace('_', ' ')}: "
-                                  f"{_join_names(offering)}?")
+            return Clarification("which_clinic_for", "location", specialty,
+                                 options=tuple(other.display_name for other in offering))
+    return None

@@ -1,7 +1,8 @@
 """The scope gate (DESIGN.md §3): decided first, from the question alone, independently of any
 downstream service. A retrieval outage can never be the reason a clinical request was withheld.
 
-Rules and approved wording are data (data/scope_boundary.yaml), versioned."""
+Rules and the action of each boundary are data (data/scope_boundary.yaml), versioned; the words
+said at a boundary are in the locale's wording file (data/wording/<locale>.yaml, boundary.<kind>)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from services.orchestrator.core.model import NextAction
 from services.orchestrator.core.text import fold
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "scope_boundary.yaml"
@@ -29,9 +31,8 @@ class Rule:
 
 @dataclasses.dataclass(frozen=True)
 class Boundary:
-    kind: str
-    text: str
-    next_action: str  # NextAction enum name without prefix, e.g. CONTACT_CLINICIAN
+    kind: str  # emergency | clinical (the wording file's boundary.<kind>)
+    next_action: NextAction
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,8 @@ class ScopeDecision:
     version: str
     clauses: tuple[ClauseVerdict, ...]
     emergency: bool
+    # What a clause the gate holds back gets (None: the whole question is in scope).
+    boundary: Boundary | None = None
 
     @property
     def in_scope(self) -> bool:
@@ -93,10 +96,7 @@ def load_policy(path: Path = DATA_FILE) -> ScopePolicy:
     for rule in rules:
         if rule.kind not in (EMERGENCY, CLINICAL):
             raise ValueError(f"{path}: rule {rule.rule_id} has unknown kind {rule.kind!r}")
-    responses = {
-        kind: Boundary(kind, " ".join(str(spec["text"]).split()), spec["next_action"])
-        for kind, spec in raw["responses"].items()
-    }
+    responses = {kind: Boundary(kind, NextAction(spec["next_action"])) for kind, spec in raw["responses"].items()}
     return ScopePolicy(str(raw["version"]), rules, responses)
 
 
@@ -124,13 +124,15 @@ def gate(clauses: list[str], policy: ScopePolicy | None = None) -> ScopeDecision
     emergency = any(v.kind == EMERGENCY for v in verdicts) or emergency_rule is not None
     if emergency and not any(v.kind == EMERGENCY for v in verdicts):
         verdicts = [ClauseVerdict(v.clause, EMERGENCY, emergency_rule) for v in verdicts]
-    return ScopeDecision(policy.version, tuple(verdicts), emergency)
+    held = EMERGENCY if emergency else CLINICAL if any(v.kind for v in verdicts) else None
+    return ScopeDecision(policy.version, tuple(verdicts), emergency, policy.responses[held] if held else None)
 
 
-def boundary_for(decision: ScopeDecision, policy: ScopePolicy | None = None) -> Boundary | None:
-    policy = policy or load_policy()
-    if decision.emergency:
-        return policy.responses[EMERGENCY]
-    if not decision.in_scope:
-        return policy.responses[CLINICAL]
-    return None
+class RuleScopeGate:
+    """The rules of data/scope_boundary.yaml as the routing stage's ScopeGate."""
+
+    def __init__(self, policy: ScopePolicy | None = None) -> None:
+        self.policy = policy or load_policy()
+
+    def decide(self, clauses: tuple[str, ...] | list[str]) -> ScopeDecision:
+        return gate(list(clauses), self.policy)

@@ -16,6 +16,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TraceView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TRACE_VIEW_UNSPECIFIED: _ClassVar[TraceView]
+    TRACE_VIEW_BASIC: _ClassVar[TraceView]
+    TRACE_VIEW_FULL: _ClassVar[TraceView]
+
 class ReviewDecision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     REVIEW_DECISION_UNSPECIFIED: _ClassVar[ReviewDecision]
@@ -38,6 +44,9 @@ class ActionEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTION_EVENT_KIND_EXPIRED: _ClassVar[ActionEventKind]
     ACTION_EVENT_KIND_FAILED: _ClassVar[ActionEventKind]
     ACTION_EVENT_KIND_SLOT_CONFIRMED: _ClassVar[ActionEventKind]
+TRACE_VIEW_UNSPECIFIED: TraceView
+TRACE_VIEW_BASIC: TraceView
+TRACE_VIEW_FULL: TraceView
 REVIEW_DECISION_UNSPECIFIED: ReviewDecision
 REVIEW_DECISION_ACCEPTED: ReviewDecision
 REVIEW_DECISION_REJECTED: ReviewDecision
@@ -142,7 +151,7 @@ class CorpusSnapshot(_message.Message):
     def __init__(self, backend: _Optional[str] = ..., index_generation: _Optional[str] = ..., version_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TraceRecord(_message.Message):
-    __slots__ = ("trace_id", "tenant_id", "created_at", "principal_ref", "principal_roles", "query", "as_of", "route", "parts", "timings", "corpus", "outcome", "previous_hash", "record_hash", "sequence", "needs_review", "source_policy_version")
+    __slots__ = ("trace_id", "tenant_id", "created_at", "principal_ref", "principal_roles", "query", "as_of", "route", "parts", "timings", "corpus", "outcome", "previous_hash", "record_hash", "sequence", "needs_review", "source_policy_version", "wording_locale", "wording_version")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +169,8 @@ class TraceRecord(_message.Message):
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     NEEDS_REVIEW_FIELD_NUMBER: _ClassVar[int]
     SOURCE_POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    WORDING_LOCALE_FIELD_NUMBER: _ClassVar[int]
+    WORDING_VERSION_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
     tenant_id: str
     created_at: _timestamp_pb2.Timestamp
@@ -177,7 +188,9 @@ class TraceRecord(_message.Message):
     sequence: int
     needs_review: bool
     source_policy_version: str
-    def __init__(self, trace_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal_ref: _Optional[str] = ..., principal_roles: _Optional[_Iterable[str]] = ..., query: _Optional[_Union[QueryText, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., parts: _Optional[_Iterable[_Union[PartRecord, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., corpus: _Optional[_Union[CorpusSnapshot, _Mapping]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., previous_hash: _Optional[str] = ..., record_hash: _Optional[str] = ..., sequence: _Optional[int] = ..., needs_review: _Optional[bool] = ..., source_policy_version: _Optional[str] = ...) -> None: ...
+    wording_locale: str
+    wording_version: str
+    def __init__(self, trace_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal_ref: _Optional[str] = ..., principal_roles: _Optional[_Iterable[str]] = ..., query: _Optional[_Union[QueryText, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., parts: _Optional[_Iterable[_Union[PartRecord, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., corpus: _Optional[_Union[CorpusSnapshot, _Mapping]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., previous_hash: _Optional[str] = ..., record_hash: _Optional[str] = ..., sequence: _Optional[int] = ..., needs_review: _Optional[bool] = ..., source_policy_version: _Optional[str] = ..., wording_locale: _Optional[str] = ..., wording_version: _Optional[str] = ...) -> None: ...
 
 class RecordTraceRequest(_message.Message):
     __slots__ = ("record",)
@@ -196,22 +209,38 @@ class RecordTraceResponse(_message.Message):
     def __init__(self, trace_id: _Optional[str] = ..., record_hash: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class GetTraceRequest(_message.Message):
-    __slots__ = ("trace_id",)
+    __slots__ = ("trace_id", "view")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
-    def __init__(self, trace_id: _Optional[str] = ...) -> None: ...
+    view: TraceView
+    def __init__(self, trace_id: _Optional[str] = ..., view: _Optional[_Union[TraceView, str]] = ...) -> None: ...
+
+class PassageTextReadback(_message.Message):
+    __slots__ = ("filled", "not_visible", "digest_mismatch", "unavailable_reason")
+    FILLED_FIELD_NUMBER: _ClassVar[int]
+    NOT_VISIBLE_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_MISMATCH_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    filled: int
+    not_visible: int
+    digest_mismatch: int
+    unavailable_reason: str
+    def __init__(self, filled: _Optional[int] = ..., not_visible: _Optional[int] = ..., digest_mismatch: _Optional[int] = ..., unavailable_reason: _Optional[str] = ...) -> None: ...
 
 class GetTraceResponse(_message.Message):
-    __slots__ = ("record", "reviews", "redactions", "links")
+    __slots__ = ("record", "reviews", "redactions", "links", "passage_text")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     REVIEWS_FIELD_NUMBER: _ClassVar[int]
     REDACTIONS_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
+    PASSAGE_TEXT_FIELD_NUMBER: _ClassVar[int]
     record: TraceRecord
     reviews: _containers.RepeatedCompositeFieldContainer[Review]
     redactions: _containers.RepeatedCompositeFieldContainer[RedactionEvent]
     links: _containers.RepeatedCompositeFieldContainer[ChainLink]
-    def __init__(self, record: _Optional[_Union[TraceRecord, _Mapping]] = ..., reviews: _Optional[_Iterable[_Union[Review, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[RedactionEvent, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[ChainLink, _Mapping]]] = ...) -> None: ...
+    passage_text: PassageTextReadback
+    def __init__(self, record: _Optional[_Union[TraceRecord, _Mapping]] = ..., reviews: _Optional[_Iterable[_Union[Review, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[RedactionEvent, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[ChainLink, _Mapping]]] = ..., passage_text: _Optional[_Union[PassageTextReadback, _Mapping]] = ...) -> None: ...
 
 class ListTracesRequest(_message.Message):
     __slots__ = ("outcome", "failure_reason", "created_after", "created_before", "document_id", "version_id", "needs_review", "page_size", "page_token")

@@ -1,0 +1,114 @@
+"""The orchestrator's one assembly point: settings -> adapters -> core -> servicer.
+
+`python -m services.orchestrator`, the tests and the benchmarks all build the service here. A
+caller that wants other adapters (bench/ask_bench.py calls the other services' servicers in
+process) passes its own `Downstream` and trace sink; everything else is wired the same way."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
+from citetrace.kit.server import ServiceSpec
+from citetrace.kit.settings import SettingsError, load_settings
+from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
+
+from services.orchestrator import adapters
+from services.orchestrator.assembler import ProtoAssembler
+from services.orchestrator.core.ask import AskSettings, Orchestrator
+from services.orchestrator.core.calls import CallPolicy
+from services.orchestrator.core.grounding import GroundedAnswerer
+from services.orchestrator.core.locations import LocationDirectory
+from services.orchestrator.core.model import PartKind
+from services.orchestrator.core.parts import PartHandlers
+from services.orchestrator.core.policy_part import PolicyPart, PolicySettings
+from services.orchestrator.core.ports import (
+    DeliveringTraceSink,
+    Generation,
+    Retrieval,
+    Scheduler,
+    TraceSink,
+    Validator,
+)
+from services.orchestrator.core.router import LexiconRouter, load_lexicon
+from services.orchestrator.core.routing import RoutingStage
+from services.orchestrator.core.scope import RuleScopeGate
+from services.orchestrator.core.slot_part import SlotPart, SlotSettings
+from services.orchestrator.core.wording import load_catalog
+from services.orchestrator.servicer import OrchestratorServicer
+from services.orchestrator.settings import Settings
+
+log = logging.getLogger("citetrace.orchestrator")
+
+POLICY_KINDS = (PartKind.ARRIVAL_PREPARATION, PartKind.CANCELLATION_RESCHEDULING, PartKind.PROVIDER_DESCRIPTION,
+                PartKind.OTHER_POLICY)
+
+
+@dataclasses.dataclass(frozen=True)
+class Downstream:
+    """The authorities the orchestrator asks (the core's ports)."""
+
+    scheduler: Scheduler
+    retrieval: Retrieval
+    generation: Generation
+    validator: Validator
+
+
+def grpc_downstream(settings: Settings) -> Downstream:
+    return Downstream(
+        adapters.SchedulerClient.of_target(settings.scheduler_gateway_target),
+        adapters.RetrievalClient.of_target(settings.retrieval_target),
+        adapters.GenerationClient.of_target(settings.generation_target),
+        adapters.ValidatorClient.of_target(settings.citation_validator_target))
+
+
+def grpc_trace_sink(settings: Settings, auth: AuthSettings | None) -> adapters.TraceSink:
+    if auth is None:
+        log.warning("no CITETRACE_AUTH_* settings: traces cannot be signed for the trace service")
+    return adapters.TraceSink(settings.trace_target, auth, settings.outbox_path(), settings.trace_timeout_seconds,
+                              settings.trace_delivery, settings.outbox_synchronous)
+
+
+def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink) -> Orchestrator:
+    """The use case with its stages and part handlers (no network until the first Ask)."""
+    lexicon = load_lexicon()
+    answerer = GroundedAnswerer(downstream.generation, downstream.validator, max_passages=settings.context_max_passages,
+                                max_chars=settings.context_max_chars, max_regenerations=settings.max_regenerations)
+    policy = PolicyPart(downstream.retrieval, answerer, lexicon,
+                        PolicySettings(search_k=settings.search_k, conflict_top_n=settings.conflict_top_n))
+    handlers = PartHandlers({PartKind.LIVE_SLOT: SlotPart(downstream.scheduler, SlotSettings(settings.slot_page_size)),
+                             **{kind: policy for kind in POLICY_KINDS}})
+    return Orchestrator(
+        RoutingStage(RuleScopeGate(), LexiconRouter(lexicon, settings.slot_horizon_days)),
+        LocationDirectory(downstream.scheduler, settings.locations_cache_seconds), handlers, ProtoAssembler(),
+        trace_sink, load_catalog(),
+        AskSettings(default_deadline_seconds=settings.default_deadline_seconds,
+                    trace_reserve_seconds=settings.trace_reserve_seconds, max_workers=settings.part_workers,
+                    max_question_chars=settings.max_question_chars),
+        CallPolicy(call_timeout_seconds=settings.call_timeout_seconds))
+
+
+def default_auth() -> AuthSettings | None:
+    try:
+        return load_settings(AuthSettings, AUTH_PREFIX)
+    except SettingsError:
+        return None  # in-process contract tests; the trace sink logs that traces cannot be signed
+
+
+def build_servicer(settings: Settings, auth: AuthSettings | None = None, *, downstream: Downstream | None = None,
+                   trace_sink: DeliveringTraceSink | None = None) -> OrchestratorServicer:
+    sink = trace_sink if trace_sink is not None else grpc_trace_sink(settings, auth)
+    core = build_core(settings, downstream or grpc_downstream(settings), sink)
+    return OrchestratorServicer(core, sink)
+
+
+def build_spec(settings: Settings, auth: AuthSettings | None = None, **overrides: Any) -> ServiceSpec:
+    return ServiceSpec(
+        name="orchestrator",
+        full_name=pb.DESCRIPTOR.services_by_name["OrchestratorService"].full_name,
+        servicer=build_servicer(settings, auth if auth is not None else default_auth(), **overrides),
+        register=pb_grpc.add_OrchestratorServiceServicer_to_server,
+    )

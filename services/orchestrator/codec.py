@@ -1,0 +1,299 @@
+"""Protobuf <-> the core's plain values (services/orchestrator/core/model.py), for the adapters
+(downstream requests and replies) and the assembler (the answer and its trace record).
+
+Each enum has one table, built once at import from the protobuf descriptor and checked both ways:
+a protobuf value without a domain member (or the reverse) fails at import, not in an Ask."""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Any
+
+from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
+from citetrace.common.v1 import common_pb2 as c_pb
+from citetrace.common.v1 import route_pb2 as r_pb
+from citetrace.generation.v1 import generation_service_pb2 as gen_pb
+from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
+from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as sched_pb
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.orchestrator.core import model as m
+from services.orchestrator.core.clinics import LocationInfo
+
+
+class EnumTable:
+    """Domain member <-> protobuf number for one enum, complete in both directions."""
+
+    def __init__(self, domain: type[StrEnum], proto_enum: Any, prefix: str) -> None:
+        self.to_pb: dict[StrEnum, int] = {}
+        self.from_pb: dict[int, StrEnum] = {}
+        names = {member.name: member for member in domain}
+        for value in proto_enum.DESCRIPTOR.values:
+            member = names.pop(value.name.removeprefix(prefix), None)
+            if member is None and value.number == 0:
+                continue  # a domain without UNSPECIFIED: "not set" is None
+            if member is None:
+                raise ImportError(f"{proto_enum.DESCRIPTOR.full_name}.{value.name} has no member in {domain.__name__}")
+            self.to_pb[member] = value.number
+            self.from_pb[value.number] = member
+        if names:
+            raise ImportError(f"{domain.__name__} members {sorted(names)} are not in {proto_enum.DESCRIPTOR.full_name}")
+        self._unspecified = self.from_pb.get(0)
+
+    def pb(self, member: StrEnum | None) -> int:
+        return 0 if member is None else self.to_pb[member]
+
+    def domain(self, number: int) -> Any:
+        """An unknown number (a newer peer) reads as the enum's UNSPECIFIED member (or None)."""
+        return self.from_pb.get(number, self._unspecified)
+
+
+INTENT = EnumTable(m.Intent, c_pb.Intent, "INTENT_")
+PART_KIND = EnumTable(m.PartKind, r_pb.PartKind, "PART_KIND_")
+OUTCOME = EnumTable(m.Outcome, c_pb.PartOutcome, "PART_OUTCOME_")
+NEXT_ACTION = EnumTable(m.NextAction, c_pb.NextAction, "NEXT_ACTION_")
+CLAIM_TYPE = EnumTable(m.ClaimType, c_pb.ClaimType, "CLAIM_TYPE_")
+SUPPORT = EnumTable(m.Support, c_pb.SupportVerdict, "SUPPORT_VERDICT_")
+FAILURE_REASON = EnumTable(m.FailureReason, c_pb.FailureReason, "FAILURE_REASON_")
+SLOT_STATUS = EnumTable(m.SlotStatus, c_pb.SlotStatus, "SLOT_STATUS_")
+VERSION_STATUS = EnumTable(m.VersionStatus, c_pb.VersionStatus, "VERSION_STATUS_")
+SEARCH_MODE = EnumTable(m.SearchMode, ret_pb.SearchMode, "SEARCH_MODE_")
+
+
+# -- timestamps ------------------------------------------------------------------------------------
+
+
+def ts(value: dt.datetime) -> Timestamp:
+    out = Timestamp()
+    out.FromDatetime(value.astimezone(dt.UTC).replace(tzinfo=None))
+    return out
+
+
+def from_ts(value: Timestamp) -> dt.datetime:
+    return value.ToDatetime().replace(tzinfo=dt.UTC)
+
+
+def _optional_ts(message: Any, field: str) -> dt.datetime | None:
+    return from_ts(getattr(message, field)) if message.HasField(field) else None
+
+
+# -- passages and search ---------------------------------------------------------------------------
+
+
+def identity_from_pb(ident: c_pb.PassageIdentity) -> m.PassageIdentity:
+    return m.PassageIdentity(
+        passage_id=ident.passage_id, tenant_id=ident.tenant_id, document_id=ident.document_id,
+        version_id=ident.version_id, start=ident.start, end=ident.end, content_sha256=ident.content_sha256,
+        source_anchor=ident.source_anchor, source_class=ident.source_class,
+        extraction_version=ident.extraction_version)
+
+
+def identity_pb(ident: m.PassageIdentity) -> c_pb.PassageIdentity:
+    return c_pb.PassageIdentity(
+        passage_id=ident.passage_id, tenant_id=ident.tenant_id, document_id=ident.document_id,
+        version_id=ident.version_id, start=ident.start, end=ident.end, content_sha256=ident.content_sha256,
+        source_anchor=ident.source_anchor, source_class=ident.source_class,
+        extraction_version=ident.extraction_version)
+
+
+def passage_from_pb(passage: c_pb.Passage) -> m.Passage:
+    return m.Passage(identity_from_pb(passage.identity), passage.text, passage.heading_context, passage.title,
+                     passage.locale)
+
+
+def passage_pb(passage: m.Passage, *, with_text: bool = True) -> c_pb.Passage:
+    return c_pb.Passage(identity=identity_pb(passage.identity), text=passage.text if with_text else "",
+                        heading_context=passage.heading_context, title=passage.title, locale=passage.locale)
+
+
+def labelled_pb(items: tuple[m.LabelledPassage, ...]) -> list[c_pb.LabelledPassage]:
+    return [c_pb.LabelledPassage(label=item.label, passage=passage_pb(item.passage)) for item in items]
+
+
+def hit_from_pb(hit: ret_pb.SearchHit) -> m.Hit:
+    return m.Hit(passage_from_pb(hit.passage), hit.label, hit.lexical_score, hit.lexical_rank, hit.vector_score,
+                 hit.vector_rank, hit.fused_score, hit.fused_rank)
+
+
+def hit_pb(hit: m.Hit, *, with_text: bool) -> ret_pb.SearchHit:
+    return ret_pb.SearchHit(
+        label=hit.label, passage=passage_pb(hit.passage, with_text=with_text), lexical_score=hit.lexical_score,
+        lexical_rank=hit.lexical_rank, vector_score=hit.vector_score, vector_rank=hit.vector_rank,
+        fused_score=hit.fused_score, fused_rank=hit.fused_rank)
+
+
+def settings_from_pb(reply: ret_pb.SearchResponse) -> m.RetrievalSettings | None:
+    if not reply.HasField("settings"):
+        return None
+    s = reply.settings
+    filters = None
+    if s.HasField("filters"):
+        f = s.filters
+        filters = m.AppliedFilters(
+            tenant_id=f.tenant_id, roles=tuple(f.roles), location_ids=tuple(f.location_ids), intents=tuple(f.intents),
+            locale=f.locale, status=VERSION_STATUS.domain(f.status), effective_at=_optional_ts(f, "effective_at"),
+            source_classes=tuple(f.source_classes))
+    return m.RetrievalSettings(
+        backend=s.backend, index_generation=s.index_generation, k=s.k, candidate_k=s.candidate_k,
+        fusion_method=s.fusion_method, lexical_weight=s.lexical_weight, vector_weight=s.vector_weight, rrf_k=s.rrf_k,
+        embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.domain(s.mode), filters=filters)
+
+
+def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
+    out = ret_pb.RetrievalSettings(
+        backend=s.backend, index_generation=s.index_generation, k=s.k, candidate_k=s.candidate_k,
+        fusion_method=s.fusion_method, lexical_weight=s.lexical_weight, vector_weight=s.vector_weight, rrf_k=s.rrf_k,
+        embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.pb(s.mode))
+    if s.filters is not None:
+        f = s.filters
+        out.filters.CopyFrom(ret_pb.AppliedFilters(
+            tenant_id=f.tenant_id, roles=f.roles, location_ids=f.location_ids, intents=f.intents, locale=f.locale,
+            status=VERSION_STATUS.pb(f.status), source_classes=f.source_classes))
+        if f.effective_at is not None:
+            out.filters.effective_at.CopyFrom(ts(f.effective_at))
+    return out
+
+
+def search_pb(query: m.SearchQuery) -> ret_pb.SearchRequest:
+    return ret_pb.SearchRequest(
+        query=query.query, k=query.k, as_of=ts(query.as_of), mode=SEARCH_MODE.pb(query.mode),
+        scope=ret_pb.SearchScope(intents=query.intents, location_ids=query.location_ids, locale=query.locale))
+
+
+def search_from_pb(reply: ret_pb.SearchResponse) -> m.SearchResult:
+    return m.SearchResult(tuple(hit_from_pb(h) for h in reply.hits), settings_from_pb(reply))
+
+
+def versions_from_pb(reply: ret_pb.GetPassagesResponse) -> list[m.VersionInfo]:
+    return [m.VersionInfo(v.version_id, VERSION_STATUS.domain(v.status), tuple(v.location_scope))
+            for v in reply.versions]
+
+
+def citation_from_pb(c: c_pb.Citation) -> m.Citation:
+    return m.Citation(c.label, c.passage_id, c.document_id, c.version_id, c.start, c.end, c.content_sha256,
+                      c.source_anchor, c.source_class, c.link, c.title)
+
+
+def citation_pb(c: m.Citation) -> c_pb.Citation:
+    return c_pb.Citation(
+        label=c.label, passage_id=c.passage_id, document_id=c.document_id, version_id=c.version_id, start=c.start,
+        end=c.end, content_sha256=c.content_sha256, source_anchor=c.source_anchor, source_class=c.source_class,
+        link=c.link, title=c.title)
+
+
+# -- generation and validation ---------------------------------------------------------------------
+
+
+def claim_from_pb(c: c_pb.Claim) -> m.Claim:
+    return m.Claim(c.claim_id, c.text, tuple(c.evidence_labels), CLAIM_TYPE.domain(c.claim_type))
+
+
+def claim_pb(c: m.Claim) -> c_pb.Claim:
+    return c_pb.Claim(claim_id=c.claim_id, text=c.text, evidence_labels=c.evidence_labels,
+                      claim_type=CLAIM_TYPE.pb(c.claim_type))
+
+
+def generate_pb(request: m.GenerationRequest) -> gen_pb.GenerateRequest:
+    return gen_pb.GenerateRequest(
+        question=request.question, intent=INTENT.pb(request.intent), passages=labelled_pb(request.passages),
+        budget=gen_pb.ContextBudget(max_passages=request.max_passages, max_chars=request.max_chars),
+        feedback=[gen_pb.ClaimFeedback(claim_id=f.claim_id, reasons=[FAILURE_REASON.pb(r) for r in f.reasons],
+                                       support=SUPPORT.pb(f.support), message=f.message) for f in request.feedback],
+        attempt=request.attempt)
+
+
+def generator_from_pb(g: gen_pb.GeneratorInfo) -> m.GeneratorInfo:
+    return m.GeneratorInfo(g.backend, g.model_id, g.prompt_version, dict(g.settings))
+
+
+def generator_pb(g: m.GeneratorInfo) -> gen_pb.GeneratorInfo:
+    return gen_pb.GeneratorInfo(backend=g.backend, model_id=g.model_id, prompt_version=g.prompt_version,
+                                settings=dict(g.settings))
+
+
+def generated_from_pb(reply: gen_pb.GenerateResponse) -> m.GenerationResult:
+    return m.GenerationResult(
+        claims=tuple(claim_from_pb(c) for c in reply.claims),
+        generator=generator_from_pb(reply.generator) if reply.HasField("generator") else None,
+        passages_offered=reply.passages_offered, chars_offered=reply.chars_offered,
+        passages_used=reply.passages_used, chars_used=reply.chars_used, labels_offered=tuple(reply.labels_offered))
+
+
+def validate_pb(request: m.ValidationRequest) -> cv_pb.ValidateRequest:
+    return cv_pb.ValidateRequest(claims=[claim_pb(c) for c in request.claims], offered=labelled_pb(request.offered),
+                                 as_of=ts(request.as_of), intent=INTENT.pb(request.intent))
+
+
+def _finding_from_pb(f: cv_pb.Finding) -> m.Finding:
+    return m.Finding(FAILURE_REASON.domain(f.reason), f.label, f.passage_id, f.message)
+
+
+def _finding_pb(f: m.Finding) -> cv_pb.Finding:
+    return cv_pb.Finding(reason=FAILURE_REASON.pb(f.reason), label=f.label, passage_id=f.passage_id,
+                         message=f.message)
+
+
+def validation_from_pb(v: cv_pb.ClaimValidation) -> m.ClaimValidation:
+    return m.ClaimValidation(
+        claim_id=v.claim_id, findings=tuple(_finding_from_pb(f) for f in v.findings), support=SUPPORT.domain(v.support),
+        support_score=v.support_score, support_reason=v.support_reason,
+        citations=tuple(citation_from_pb(c) for c in v.citations), withheld=v.withheld)
+
+
+def validation_pb(v: m.ClaimValidation) -> cv_pb.ClaimValidation:
+    return cv_pb.ClaimValidation(
+        claim_id=v.claim_id, findings=[_finding_pb(f) for f in v.findings], support=SUPPORT.pb(v.support),
+        support_score=v.support_score, support_reason=v.support_reason,
+        citations=[citation_pb(c) for c in v.citations], withheld=v.withheld)
+
+
+def validated_from_pb(reply: cv_pb.ValidateResponse) -> m.ValidationResult:
+    return m.ValidationResult(
+        claims=tuple(validation_from_pb(v) for v in reply.claims),
+        findings=tuple(_finding_from_pb(f) for f in reply.findings), passed=reply.passed,
+        source_policy_version=reply.source_policy_version, support_model=reply.support_model)
+
+
+# -- scheduling ------------------------------------------------------------------------------------
+
+
+def location_from_pb(loc: sched_pb.Location) -> LocationInfo:
+    return LocationInfo(loc.location_id, loc.name, loc.clinic_name, loc.time_zone or "UTC", tuple(loc.specialties),
+                        tuple(loc.appointment_types), tuple(loc.aliases))
+
+
+def find_slots_pb(query: m.SlotQuery) -> sched_pb.FindSlotsRequest:
+    out = sched_pb.FindSlotsRequest(specialty=query.specialty, location_id=query.location_id,
+                                    appointment_type=query.appointment_type, page_size=query.page_size,
+                                    as_of=ts(query.as_of))
+    if query.start_time is not None:
+        out.start_time.CopyFrom(ts(query.start_time))
+    if query.end_time is not None:
+        out.end_time.CopyFrom(ts(query.end_time))
+    return out
+
+
+def slot_from_pb(s: c_pb.Slot) -> m.Slot:
+    return m.Slot(
+        slot_id=s.slot_id, version=s.version, location_id=s.location_id, location_name=s.location_name,
+        time_zone=s.time_zone, provider_id=s.provider_id, provider_name=s.provider_name, specialty=s.specialty,
+        appointment_type=s.appointment_type, start_time=_optional_ts(s, "start_time"),
+        end_time=_optional_ts(s, "end_time"), status=SLOT_STATUS.domain(s.status), as_of=_optional_ts(s, "as_of"),
+        clinic_name=s.clinic_name)
+
+
+def slot_pb(s: m.Slot) -> c_pb.Slot:
+    out = c_pb.Slot(
+        slot_id=s.slot_id, version=s.version, location_id=s.location_id, location_name=s.location_name,
+        time_zone=s.time_zone, provider_id=s.provider_id, provider_name=s.provider_name, specialty=s.specialty,
+        appointment_type=s.appointment_type, status=SLOT_STATUS.pb(s.status), clinic_name=s.clinic_name)
+    for field in ("start_time", "end_time", "as_of"):
+        value = getattr(s, field)
+        if value is not None:
+            getattr(out, field).CopyFrom(ts(value))
+    return out
+
+
+def slots_from_pb(reply: sched_pb.FindSlotsResponse) -> m.SlotResult:
+    return m.SlotResult(tuple(slot_from_pb(s) for s in reply.slots), _optional_ts(reply, "as_of"))

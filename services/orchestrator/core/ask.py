@@ -1,0 +1,203 @@
+"""One Ask (DESIGN.md §4), the orchestrator's use case: understand the question (routing stage),
+fan its parts out concurrently to the handler of each part's kind under deadlines derived from
+the request's, then hand the plain result to the assembler, which builds the answer and its trace
+record in one pass; the record goes to the trace sink before the answer leaves, whatever the
+outcome (a refused or failed Ask leaves its record too).
+
+No grpc and no protobuf here: downstream services are ports (core/ports.py) and failures arrive
+as kit DomainErrors."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import datetime as dt
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from citetrace.kit.auth import Principal
+from citetrace.kit.errors import InvalidArgument
+from citetrace.kit.metrics import ANSWERS
+from citetrace.kit.telemetry import current_trace_id, stage
+
+from services.orchestrator.core.calls import CallPolicy, Calls, Deadline
+from services.orchestrator.core.locations import LocationDirectory
+from services.orchestrator.core.model import (
+    Asker,
+    AskResult,
+    CorpusSnapshot,
+    NextAction,
+    Outcome,
+    PartResult,
+    StageTiming,
+    overall_action,
+    overall_outcome,
+)
+from services.orchestrator.core.parts import AskRequest, PartContext, PartHandlers
+from services.orchestrator.core.ports import Assembler, TraceSink
+from services.orchestrator.core.routing import PartPlan, Question, RoutingStage
+from services.orchestrator.core.text import normalize
+from services.orchestrator.core.wording import Catalog, Wording
+
+log = logging.getLogger("citetrace.orchestrator")
+
+SERVICE = "orchestrator"
+# A refused question is kept in its record only up to this length.
+MAX_REJECTED_CHARS = 4000
+
+
+@dataclasses.dataclass(frozen=True)
+class AskSettings:
+    default_deadline_seconds: float = 15.0
+    trace_reserve_seconds: float = 0.5
+    max_workers: int = 8
+    max_question_chars: int = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """The assembled answer, the record it left and whether the trace service has it already."""
+
+    result: AskResult
+    response: Any
+    record: Any
+    trace_delivered: bool
+
+
+class Orchestrator:
+    def __init__(self, routing: RoutingStage, locations: LocationDirectory, handlers: PartHandlers,
+                 assembler: Assembler, trace_sink: TraceSink, catalog: Catalog,
+                 settings: AskSettings | None = None, call_policy: CallPolicy | None = None) -> None:
+        self.routing = routing
+        self.locations = locations
+        self.handlers = handlers
+        self.assembler = assembler
+        self.trace_sink = trace_sink
+        self.catalog = catalog
+        self.settings = settings or AskSettings()
+        self.call_policy = call_policy or CallPolicy()
+        self._pool = ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix="orch-part")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def ask(self, request: AskRequest) -> Answer:
+        problem = question_problem(request.question, self.settings.max_question_chars)
+        if problem is not None:
+            self.reject(request.principal, request.question, request.as_of, problem.reason, problem.message)
+            raise problem
+        started = time.perf_counter()
+        total = self.settings.default_deadline_seconds
+        if request.remaining_seconds is not None:
+            total = min(total, request.remaining_seconds)
+        reserve = min(self.settings.trace_reserve_seconds, max(total, 0.0) * 0.2)
+        calls = Calls(Deadline(total - reserve), self.call_policy)
+        principal = request.principal
+        wording = self.catalog.for_locale(request.locale)
+        with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id) as span:
+            result = self._new_result(principal, request.question, normalize(request.question), request.as_of,
+                                      wording)
+            try:
+                self._answer(request, wording, calls, result)
+            except Exception as exc:
+                # An Ask that fails still leaves its evidence record.
+                result.outcome = Outcome.UNSPECIFIED
+                result.parts.append(PartResult("error", error=f"{type(exc).__name__}: {exc}"))
+                self._finish(result, calls.timings, started)
+                raise
+            answer = self._finish(result, calls.timings, started)
+            span.set_attribute("citetrace.outcome", str(result.outcome))
+            span.set_attribute("citetrace.parts", len(result.parts))
+            span.set_attribute("citetrace.trace_delivered", answer.trace_delivered)
+        return answer
+
+    def reject(self, principal: Principal, question: str, as_of: dt.datetime, reason: str, message: str) -> None:
+        """An Ask refused on its input still leaves an evidence record (no parts answered)."""
+        started = time.perf_counter()
+        with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id, rejected=reason):
+            result = self._new_result(principal, question[:MAX_REJECTED_CHARS],
+                                      normalize(question)[:MAX_REJECTED_CHARS], as_of, self.catalog.default)
+            result.parts.append(PartResult("request", error=f"INVALID_ARGUMENT {reason}: {message}"))
+            if result.trace_id:
+                self._finish(result, [], started)
+
+    @staticmethod
+    def _new_result(principal: Principal, question: str, normalized: str, as_of: dt.datetime,
+                    wording: Wording) -> AskResult:
+        return AskResult(
+            trace_id=current_trace_id(), asker=Asker(principal.tenant_id, principal.subject, tuple(principal.roles)),
+            created_at=dt.datetime.now(dt.UTC), question=question, normalized_question=normalized, as_of=as_of,
+            wording_locale=wording.locale, wording_version=wording.version)
+
+    def _finish(self, result: AskResult, timings: list[StageTiming], started: float) -> Answer:
+        timings.append(StageTiming(SERVICE, "orchestrator.ask", (time.perf_counter() - started) * 1000.0))
+        result.timings = timings
+        assembled = self.assembler.assemble(result)
+        try:
+            delivered = bool(self.trace_sink.submit(assembled.record))
+        except Exception:  # the sink keeps the record durably or logs why it could not
+            log.exception("trace %s could not be submitted", result.trace_id)
+            delivered = False
+        return Answer(result, assembled.response, assembled.record, delivered)
+
+    def _answer(self, request: AskRequest, wording: Wording, calls: Calls, result: AskResult) -> None:
+        with stage(SERVICE, "orchestrator.route") as route_span:
+            route_started = time.perf_counter()
+            question = Question.of(request.question, request.as_of, request.location_id)
+            route = self.routing.understand(question, request.principal,
+                                            lambda principal: self.locations.permitted(principal, calls))
+            route_span.set_attribute("citetrace.parts", len(route.parts))
+            route_span.set_attribute("citetrace.in_scope", route.in_scope)
+            calls.timings.append(StageTiming(SERVICE, "orchestrator.route",
+                                             (time.perf_counter() - route_started) * 1000.0))
+        result.route = route
+        futures = []
+        for plan in route.parts:
+            ctx = PartContext(request, route, wording, calls.for_part())
+            futures.append(self._pool.submit(contextvars.copy_context().run, self._run_part, plan, ctx))
+        for plan, future in zip(route.parts, futures, strict=True):
+            try:
+                part = future.result(timeout=max(calls.deadline.remaining(), 0.0) + 1.0)
+            except Exception as exc:  # a bug or a hung part: that part fails visibly, the others stand
+                log.exception("part %s failed", plan.part_id)
+                part = PartResult(plan.part_id, plan.kind, plan.intent, error=f"{type(exc).__name__}: {exc}").settle(
+                    Outcome.SOURCE_UNAVAILABLE, wording.say("part_failed"), NextAction.RETRY_LATER)
+            result.parts.append(part)
+            calls.timings.extend(part.timings)
+            ANSWERS.labels(outcome=str(part.outcome)).inc()
+        result.next_action = overall_action([p.next_action for p in result.parts])
+        result.outcome = overall_outcome([p.outcome for p in result.parts])
+        result.corpus, result.source_policy_version = summarize(result.parts)
+
+    def _run_part(self, plan: PartPlan, ctx: PartContext) -> PartResult:
+        out = PartResult(plan.part_id, plan.kind, plan.intent, timings=ctx.calls.timings)
+        return self.handlers.for_plan(plan).answer(plan, ctx, out)
+
+
+def question_problem(question: str, max_chars: int) -> InvalidArgument | None:
+    if not question.strip():
+        return InvalidArgument("EMPTY_QUESTION", "question must contain non-whitespace text", field="question")
+    if len(question) > max_chars:
+        return InvalidArgument("QUESTION_TOO_LONG", f"question has {len(question)} characters; at most {max_chars} "
+                               "are allowed", field="question")
+    return None
+
+
+def summarize(parts: list[PartResult]) -> tuple[CorpusSnapshot | None, str]:
+    """The corpus snapshot (the first search's backend and generation, every version that
+    contributed a retrieved passage) and the first source-policy version the validator named."""
+    backend = generation = policy_version = ""
+    versions: dict[str, None] = {}
+    searched = False
+    for part in parts:
+        if part.retrieval is not None:
+            searched = True
+            settings = part.retrieval.settings
+            if not backend and settings is not None:
+                backend, generation = settings.backend, settings.index_generation
+            versions.update((hit.passage.identity.version_id, None) for hit in part.retrieval.hits)
+        policy_version = policy_version or part.source_policy_version
+    corpus = CorpusSnapshot(backend, generation, tuple(versions)) if searched else None
+    return corpus, policy_version

@@ -1,0 +1,146 @@
+"""Generate and validate (DESIGN.md §4 steps 5-6): generation answers from the passages offered
+(it cuts them to the context budget itself), the validator checks every claim, and a rejected
+answer is regenerated with the validator's feedback a bounded number of times. The best attempt
+is the one that shows the most factual claims (the later one on a tie).
+
+Pure of transport: the generator and validator are ports; the result is a plain `Grounded`."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from citetrace.kit.errors import DomainError
+
+from services.orchestrator.core.calls import Calls
+from services.orchestrator.core.model import (
+    ClaimAttempt,
+    ClaimFeedback,
+    ClaimValidation,
+    FailureReason,
+    GenerationEvidence,
+    GenerationRequest,
+    GenerationResult,
+    Intent,
+    LabelledPassage,
+    Support,
+    ValidationRequest,
+    ValidationResult,
+)
+from services.orchestrator.core.ports import Generation, Validator
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    number: int
+    generated: GenerationResult
+    validated: ValidationResult
+    # The passages generation kept within its budget (what the claims may cite).
+    given: tuple[LabelledPassage, ...]
+    by_claim: dict[str, ClaimValidation]
+    # Claims that may be shown (decided once per attempt).
+    shown: frozenset[str]
+
+    @property
+    def factual_shown(self) -> int:
+        return sum(1 for c in self.generated.claims if c.claim_id in self.shown and c.factual)
+
+
+@dataclasses.dataclass
+class Grounded:
+    best: Attempt | None = None
+    claim_attempts: list[ClaimAttempt] = dataclasses.field(default_factory=list)
+    generation: GenerationEvidence | None = None
+    source_policy_version: str = ""
+    # The service that failed before any attempt was validated, and how.
+    unavailable: tuple[str, DomainError] | None = None
+
+
+def may_show(claims, by_claim: dict[str, ClaimValidation], given: tuple[LabelledPassage, ...]) -> frozenset[str]:
+    """Claims that may be shown: validated, not withheld, supported (or non-factual), and every
+    citation bound to a passage that was actually offered."""
+    offered_ids = {lp.passage.identity.passage_id for lp in given}
+    ok: set[str] = set()
+    for claim in claims:
+        validation = by_claim.get(claim.claim_id)
+        if validation is None or validation.withheld or validation.findings:
+            continue
+        if not claim.factual:
+            ok.add(claim.claim_id)
+            continue
+        if validation.support != Support.SUPPORTED or not validation.citations:
+            continue
+        if all(cit.passage_id in offered_ids for cit in validation.citations):
+            ok.add(claim.claim_id)
+    return frozenset(ok)
+
+
+def failure_reasons(validation: ClaimValidation | None) -> tuple[FailureReason, ...]:
+    if validation is None:
+        return (FailureReason.CHECK_UNAVAILABLE,)
+    reasons = [f.reason for f in validation.findings]
+    if validation.support == Support.UNSUPPORTED and FailureReason.UNSUPPORTED_CLAIM not in reasons:
+        reasons.append(FailureReason.UNSUPPORTED_CLAIM)
+    return tuple(dict.fromkeys(reasons))
+
+
+def feedback_for(claim_id: str, validation: ClaimValidation | None) -> ClaimFeedback:
+    messages = [f.message for f in validation.findings] if validation else []
+    if validation is not None and validation.support_reason:
+        messages.append(validation.support_reason)
+    return ClaimFeedback(claim_id, failure_reasons(validation),
+                         validation.support if validation else Support.UNSPECIFIED, "; ".join(messages)[:500])
+
+
+class GroundedAnswerer:
+    def __init__(self, generation: Generation, validator: Validator, *, max_passages: int, max_chars: int,
+                 max_regenerations: int) -> None:
+        self.generation = generation
+        self.validator = validator
+        self.max_passages = max_passages
+        self.max_chars = max_chars
+        self.max_regenerations = max_regenerations
+
+    def answer(self, question: str, intent: Intent, offered: tuple[LabelledPassage, ...], as_of: dt.datetime,
+               calls: Calls) -> Grounded:
+        out = Grounded()
+        # Cumulative: a claim rejected in any earlier attempt must not come back in a later one.
+        feedback: dict[str, ClaimFeedback] = {}
+        for number in range(1, self.max_regenerations + 2):
+            request = GenerationRequest(question, intent, offered, self.max_passages, self.max_chars,
+                                        tuple(feedback.values()), number)
+            try:
+                generated = calls("generation", "generation.generate", self.generation.generate, request)
+            except DomainError as err:
+                if out.best is None:
+                    out.unavailable = ("generation", err)
+                break
+            labels = set(generated.labels_offered)
+            out.generation = GenerationEvidence(
+                generated.generator, generated.passages_offered or len(offered), generated.chars_offered,
+                generated.labels_offered or tuple(lp.label for lp in offered), number)
+            given = tuple(lp for lp in offered if lp.label in labels) or offered
+            if not generated.claims:
+                break
+            try:
+                validated = calls("citation_validator", "validator.validate", self.validator.validate,
+                                  ValidationRequest(generated.claims, given, as_of, intent))
+            except DomainError as err:
+                if out.best is None:
+                    out.unavailable = ("citation_validator", err)
+                break
+            out.source_policy_version = validated.source_policy_version
+            by_claim = {v.claim_id: v for v in validated.claims}
+            attempt = Attempt(number, generated, validated, given, by_claim,
+                              may_show(generated.claims, by_claim, given))
+            out.claim_attempts.extend(ClaimAttempt(c, by_claim.get(c.claim_id), number) for c in generated.claims)
+            if out.best is None or attempt.factual_shown >= out.best.factual_shown:
+                out.best = attempt
+            if validated.passed and len(attempt.shown) == len(generated.claims):
+                break
+            feedback.update((c.claim_id, feedback_for(c.claim_id, by_claim.get(c.claim_id)))
+                            for c in generated.claims if c.claim_id not in attempt.shown)
+        if out.best is not None:
+            for record in out.claim_attempts:
+                record.shown = record.attempt == out.best.number and record.claim.claim_id in out.best.shown
+        return out

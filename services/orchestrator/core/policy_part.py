@@ -1,0 +1,191 @@
+"""A policy part (DESIGN.md §4 steps 4-7): search the tenant's approved documents within every
+scope filter, check the top hits for two current documents that disagree, answer from the
+passages through the generate-and-validate loop, and settle the outcome: answered, partially
+answered, a conflict shown as such, or an honest abstention (the wording file's fixed message)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from citetrace.identity import pinned_link
+from citetrace.kit.errors import DomainError
+from citetrace.kit.metrics import PASSAGES_OFFERED
+
+from services.orchestrator.core import conflicts
+from services.orchestrator.core.grounding import Attempt, Grounded, GroundedAnswerer, failure_reasons
+from services.orchestrator.core.model import (
+    AnsweredClaim,
+    Citation,
+    ConflictingSource,
+    Hit,
+    LabelledPassage,
+    NextAction,
+    Outcome,
+    PartKind,
+    PartResult,
+    SearchQuery,
+    Support,
+    VersionStatus,
+    WithheldClaim,
+)
+from services.orchestrator.core.parts import PartContext, unavailable
+from services.orchestrator.core.ports import Retrieval
+from services.orchestrator.core.router import Lexicon
+from services.orchestrator.core.routing import PartPlan
+
+log = logging.getLogger("citetrace.orchestrator")
+
+# What a caller can do when a policy part abstains: read the applicable policy where there is one.
+ABSTAIN_ACTION = {PartKind.CANCELLATION_RESCHEDULING: NextAction.VIEW_POLICY}
+CANCELLATION_POLICY = "cancellation_policy"
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySettings:
+    search_k: int = 8
+    conflict_top_n: int = 4
+
+
+def citation_for(label: str, hit: Hit) -> Citation:
+    """A citation of a whole retrieved passage (the conflict view: no validator verdict to take)."""
+    ident = hit.passage.identity
+    return Citation(label, ident.passage_id, ident.document_id, ident.version_id, ident.start, ident.end,
+                    ident.content_sha256, ident.source_anchor, ident.source_class,
+                    pinned_link(ident.document_id, ident.version_id, ident.start, ident.end), hit.passage.title)
+
+
+def policy_link(hits: tuple[Hit, ...]) -> str:
+    """The applicable policy, pinned to its version: the best-ranked cancellation policy."""
+    policy = next((h for h in hits if h.passage.identity.source_class == CANCELLATION_POLICY), hits[0])
+    return pinned_link(policy.passage.identity.document_id, policy.passage.identity.version_id)
+
+
+class PolicyPart:
+    def __init__(self, retrieval: Retrieval, answerer: GroundedAnswerer, lexicon: Lexicon,
+                 settings: PolicySettings | None = None) -> None:
+        self.retrieval = retrieval
+        self.answerer = answerer
+        self.lexicon = lexicon
+        self.settings = settings or PolicySettings()
+
+    def answer(self, plan: PartPlan, ctx: PartContext, out: PartResult) -> PartResult:
+        route, request = ctx.route, ctx.request
+        locations: tuple[str, ...] = ()
+        if route.location is not None:
+            locations = (route.location.location_id,)
+        elif request.location_id and not route.locations_known:
+            locations = (request.location_id,)
+        query = SearchQuery(plan.query, tuple(str(i) for i in plan.search_intents or (plan.intent,)),
+                            self.settings.search_k, request.as_of, locations, request.locale)
+        try:
+            found = ctx.calls("retrieval", "retrieval.search", self.retrieval.search, query)
+        except DomainError as err:
+            return unavailable(out, ctx, "retrieval", err)
+        out.retrieval = found
+        hits = found.hits
+        if not hits:  # never relax a filter: no eligible evidence means abstain
+            return self._abstain(out, plan, ctx, ())
+        conflict = self._conflict(plan, ctx, hits, out)
+        if conflict is not None:
+            sources = tuple(ConflictingSource(citation_for(label, hit), hit.passage.text)
+                            for label, hit in zip(("S1", "S2"), conflict, strict=True))
+            out.conflicts = sources
+            out.citations = tuple(s.citation for s in sources)
+            return out.settle(Outcome.CONFLICT, ctx.wording.say("conflict"), NextAction.ROUTE_TO_POLICY_OWNER)
+        # Every hit is offered in rank order; generation keeps the prefix within its context budget.
+        offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
+        grounded = self.answerer.answer(" ".join(plan.clauses), plan.intent, offered, request.as_of, ctx.calls)
+        out.generation = grounded.generation
+        out.claim_attempts = grounded.claim_attempts
+        out.source_policy_version = grounded.source_policy_version
+        if grounded.generation is not None:
+            PASSAGES_OFFERED.observe(grounded.generation.passages_offered)
+        if grounded.unavailable is not None:
+            return unavailable(out, ctx, *grounded.unavailable)
+        if grounded.best is None:
+            return self._abstain(out, plan, ctx, hits)
+        return self._settle(out, plan, ctx, hits, grounded)
+
+    def _conflict(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+                  out: PartResult) -> tuple[Hit, Hit] | None:
+        lexicon = self.lexicon
+        vocabulary = {**lexicon.specialties, **lexicon.appointment_types}
+        asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
+        top = hits[: self.settings.conflict_top_n]
+
+        def detect(scopes: dict[str, tuple[str, ...]] | None) -> conflicts.Conflict | None:
+            candidates = [conflicts.Candidate(
+                f"S{i + 1}", h.passage.identity.passage_id, h.passage.identity.document_id,
+                h.passage.identity.version_id, h.passage.identity.source_class, h.passage.text,
+                f"{h.passage.title} > {h.passage.heading_context}",
+                None if scopes is None else scopes.get(h.passage.identity.version_id, ()),
+            ) for i, h in enumerate(top) if scopes is None or h.passage.identity.version_id in scopes]
+            return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
+                                    len(top), question=" ".join(plan.clauses))
+
+        found = detect(None)
+        if found is None:
+            return None
+        # Confirm with the store of record: only approved versions, and their location scopes.
+        try:
+            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
+                                 [h.passage.identity.passage_id for h in top])
+            found = detect({v.version_id: v.location_scope for v in versions if v.status == VersionStatus.APPROVED})
+        except DomainError as err:
+            log.warning("conflict check could not reload versions (%s); location scopes unverified", err.reason)
+        if found is None:
+            return None
+        by_id = {h.passage.identity.passage_id: h for h in top}
+        out.error = f"conflict: {found.explanation}"
+        return by_id[found.first.passage_id], by_id[found.second.passage_id]
+
+    def _abstain(self, out: PartResult, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+                 outcome: Outcome = Outcome.ABSTAINED_NO_EVIDENCE) -> PartResult:
+        if outcome == Outcome.UNRESOLVED:
+            text, action = ctx.wording.say("unresolved"), NextAction.PREPARE_REVIEW_TASK
+        else:
+            text = ctx.wording.abstain(plan.kind)
+            # No policy to point to without a hit: the desk instead.
+            action = ABSTAIN_ACTION.get(plan.kind, NextAction.CONTACT_SCHEDULING_DESK) if hits \
+                else NextAction.CONTACT_SCHEDULING_DESK
+        if plan.kind == PartKind.CANCELLATION_RESCHEDULING and hits:
+            out.policy_link = policy_link(hits)
+        return out.settle(outcome, text, action)
+
+    def _settle(self, out: PartResult, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+                grounded: Grounded) -> PartResult:
+        best: Attempt = grounded.best
+        answered: list[AnsweredClaim] = []
+        withheld: list[WithheldClaim] = []
+        used: dict[str, Citation] = {}
+        reasons: dict = {}
+        any_unresolved = False
+        for claim in best.generated.claims:
+            validation = best.by_claim.get(claim.claim_id)
+            if claim.claim_id in best.shown:
+                # The validator's citations as it bound them (pinned links and titles included).
+                answered.append(AnsweredClaim(claim.claim_id, claim.text, validation.citations, validation.support,
+                                              claim.claim_type))
+                for citation in validation.citations:
+                    used.setdefault(citation.passage_id, citation)
+            else:
+                any_unresolved |= bool(validation and validation.support == Support.UNRESOLVED)
+                why = failure_reasons(validation)
+                withheld.append(WithheldClaim(claim.claim_id, why,
+                                              validation.support if validation else Support.UNSPECIFIED))
+                reasons.update(dict.fromkeys(why))
+        out.withheld, out.reasons = tuple(withheld), tuple(reasons)
+        factual_shown = best.factual_shown
+        if factual_shown:
+            out.claims, out.citations = tuple(answered), tuple(used.values())
+            text = " ".join(c.text for c in answered)
+            if not withheld:
+                return out.settle(Outcome.ANSWERED, text, NextAction.NONE)
+            action = NextAction.CONTACT_SCHEDULING_DESK
+            if plan.kind == PartKind.CANCELLATION_RESCHEDULING:
+                action = NextAction.VIEW_POLICY
+                out.policy_link = policy_link(hits)
+            return out.settle(Outcome.PARTIALLY_ANSWERED, text, action)
+        # Nothing factual could be shown: the honest message (withheld claims stay listed).
+        return self._abstain(out, plan, ctx, hits, Outcome.UNRESOLVED if any_unresolved else Outcome.ABSTAINED_NO_EVIDENCE)
