@@ -61,6 +61,8 @@ class NextAction(StrEnum):
     ANSWER_CLARIFICATION = "ANSWER_CLARIFICATION"
     CONFIRM_SLOT = "CONFIRM_SLOT"
     RETRY_LATER = "RETRY_LATER"
+    CONFIRM_CHANGE = "CONFIRM_CHANGE"
+    VERIFY_CONTACT_DETAILS = "VERIFY_CONTACT_DETAILS"
 
 
 class ClaimType(StrEnum):
@@ -126,7 +128,7 @@ class SearchMode(StrEnum):
 ACTION_PRIORITY = (
     NextAction.CONTACT_EMERGENCY_SERVICES, NextAction.CONTACT_CLINICIAN, NextAction.ANSWER_CLARIFICATION,
     NextAction.ROUTE_TO_POLICY_OWNER, NextAction.PREPARE_REVIEW_TASK, NextAction.RETRY_LATER,
-    NextAction.CONFIRM_SLOT, NextAction.VIEW_POLICY, NextAction.CONTACT_SCHEDULING_DESK, NextAction.NONE,
+    NextAction.VERIFY_CONTACT_DETAILS, NextAction.CONFIRM_CHANGE, NextAction.CONFIRM_SLOT, NextAction.VIEW_POLICY, NextAction.CONTACT_SCHEDULING_DESK, NextAction.NONE,
 )
 # Record-level outcome: ANSWERED only when every part is; else the most significant part outcome.
 OUTCOME_PRIORITY = (
