@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 
 import grpc
 import pytest
@@ -45,7 +46,9 @@ def build_spec(name: str, tmp_path):
     if "data_dir" in fields:
         overrides["data_dir"] = tmp_path
     settings = settings_mod.Settings(**overrides)
-    return importlib.import_module(f"services.{name}.servicer").build_spec(settings)
+    # A service's assembly point: its bootstrap where it has one (issue 13), else its servicer module.
+    assembly = "bootstrap" if importlib.util.find_spec(f"services.{name}.bootstrap") else "servicer"
+    return importlib.import_module(f"services.{name}.{assembly}").build_spec(settings)
 
 
 @pytest.fixture(params=[info.name for info in SERVICES])
