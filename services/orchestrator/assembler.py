@@ -12,6 +12,7 @@ import dataclasses
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
+from citetrace.kit.timestamps import to_timestamp
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 
@@ -36,10 +37,10 @@ class ProtoAssembler:
 def assemble(result: AskResult) -> Assembled:
     response = pb.AskResponse(trace_id=result.trace_id, next_action=codec.NEXT_ACTION.pb(result.next_action))
     record = trace_pb.TraceRecord(
-        trace_id=result.trace_id, tenant_id=result.asker.tenant_id, created_at=codec.ts(result.created_at),
+        trace_id=result.trace_id, tenant_id=result.asker.tenant_id, created_at=to_timestamp(result.created_at),
         principal_ref=result.asker.subject, principal_roles=result.asker.roles,
         query=trace_pb.QueryText(raw=result.question, normalized=result.normalized_question),
-        as_of=codec.ts(result.as_of), outcome=codec.OUTCOME.pb(result.outcome),
+        as_of=to_timestamp(result.as_of), outcome=codec.OUTCOME.pb(result.outcome),
         source_policy_version=result.source_policy_version, wording_locale=result.wording_locale,
         wording_version=result.wording_version,
         timings=[c_pb.StageTiming(service=t.service, stage=t.stage, duration_ms=t.duration_ms) for t in result.timings])
@@ -81,7 +82,7 @@ def _part(part: PartResult) -> tuple[pb.AnswerPart, trace_pb.PartRecord]:
             validation=codec.validation_pb(a.validation) if a.validation is not None else cv_pb.ClaimValidation())
             for a in part.claim_attempts])
     if part.slots_as_of is not None:
-        stamp = codec.ts(part.slots_as_of)
+        stamp = to_timestamp(part.slots_as_of)
         answer.slots_as_of.CopyFrom(stamp)
         record.slots_as_of.CopyFrom(stamp)
     if part.retrieval is not None:
@@ -110,6 +111,6 @@ def route_decision(route: Route) -> r_pb.RouteDecision:
         part = decision.parts.add(part_id=plan.part_id, kind=codec.PART_KIND.pb(plan.kind),
                                   intent=codec.INTENT.pb(plan.intent), missing_entities=plan.missing)
         if plan.range_start is not None:
-            part.range_start.CopyFrom(codec.ts(plan.range_start))
-            part.range_end.CopyFrom(codec.ts(plan.range_end))
+            part.range_start.CopyFrom(to_timestamp(plan.range_start))
+            part.range_end.CopyFrom(to_timestamp(plan.range_end))
     return decision

@@ -8,7 +8,6 @@ domain enum (core/model.py) names it."""
 
 from __future__ import annotations
 
-import datetime as dt
 from enum import StrEnum
 from typing import Any
 
@@ -16,9 +15,9 @@ from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
+from citetrace.kit.timestamps import field_time, to_timestamp
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as sched_pb
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.orchestrator.core import model as m
 from services.orchestrator.core.clinics import LocationInfo
@@ -62,23 +61,6 @@ FAILURE_REASON = EnumTable(m.FailureReason, c_pb.FailureReason, "FAILURE_REASON_
 SLOT_STATUS = EnumTable(m.SlotStatus, c_pb.SlotStatus, "SLOT_STATUS_")
 VERSION_STATUS = EnumTable(m.VersionStatus, c_pb.VersionStatus, "VERSION_STATUS_")
 SEARCH_MODE = EnumTable(m.SearchMode, ret_pb.SearchMode, "SEARCH_MODE_")
-
-
-# -- timestamps ------------------------------------------------------------------------------------
-
-
-def ts(value: dt.datetime) -> Timestamp:
-    out = Timestamp()
-    out.FromDatetime(value.astimezone(dt.UTC).replace(tzinfo=None))
-    return out
-
-
-def from_ts(value: Timestamp) -> dt.datetime:
-    return value.ToDatetime().replace(tzinfo=dt.UTC)
-
-
-def _optional_ts(message: Any, field: str) -> dt.datetime | None:
-    return from_ts(getattr(message, field)) if message.HasField(field) else None
 
 
 # -- passages and search ---------------------------------------------------------------------------
@@ -135,7 +117,7 @@ def settings_from_pb(reply: ret_pb.SearchResponse) -> m.RetrievalSettings | None
         f = s.filters
         filters = m.AppliedFilters(
             tenant_id=f.tenant_id, roles=tuple(f.roles), location_ids=tuple(f.location_ids), intents=tuple(f.intents),
-            locale=f.locale, status=VERSION_STATUS.domain(f.status), effective_at=_optional_ts(f, "effective_at"),
+            locale=f.locale, status=VERSION_STATUS.domain(f.status), effective_at=field_time(f, "effective_at"),
             source_classes=tuple(f.source_classes))
     return m.RetrievalSettings(
         backend=s.backend, index_generation=s.index_generation, k=s.k, candidate_k=s.candidate_k,
@@ -154,13 +136,13 @@ def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
             tenant_id=f.tenant_id, roles=f.roles, location_ids=f.location_ids, intents=f.intents, locale=f.locale,
             status=VERSION_STATUS.pb(f.status), source_classes=f.source_classes))
         if f.effective_at is not None:
-            out.filters.effective_at.CopyFrom(ts(f.effective_at))
+            out.filters.effective_at.CopyFrom(to_timestamp(f.effective_at))
     return out
 
 
 def search_pb(query: m.SearchQuery) -> ret_pb.SearchRequest:
     return ret_pb.SearchRequest(
-        query=query.query, k=query.k, as_of=ts(query.as_of), mode=SEARCH_MODE.pb(query.mode),
+        query=query.query, k=query.k, as_of=to_timestamp(query.as_of), mode=SEARCH_MODE.pb(query.mode),
         scope=ret_pb.SearchScope(intents=query.intents, location_ids=query.location_ids, locale=query.locale))
 
 
@@ -225,7 +207,7 @@ def generated_from_pb(reply: gen_pb.GenerateResponse) -> m.GenerationResult:
 
 def validate_pb(request: m.ValidationRequest) -> cv_pb.ValidateRequest:
     return cv_pb.ValidateRequest(claims=[claim_pb(c) for c in request.claims], offered=labelled_pb(request.offered),
-                                 as_of=ts(request.as_of), intent=INTENT.pb(request.intent))
+                                 as_of=to_timestamp(request.as_of), intent=INTENT.pb(request.intent))
 
 
 def _finding_from_pb(f: cv_pb.Finding) -> m.Finding:
@@ -269,11 +251,11 @@ def location_from_pb(loc: sched_pb.Location) -> LocationInfo:
 def find_slots_pb(query: m.SlotQuery) -> sched_pb.FindSlotsRequest:
     out = sched_pb.FindSlotsRequest(specialty=query.specialty, location_id=query.location_id,
                                     appointment_type=query.appointment_type, page_size=query.page_size,
-                                    as_of=ts(query.as_of))
+                                    as_of=to_timestamp(query.as_of))
     if query.start_time is not None:
-        out.start_time.CopyFrom(ts(query.start_time))
+        out.start_time.CopyFrom(to_timestamp(query.start_time))
     if query.end_time is not None:
-        out.end_time.CopyFrom(ts(query.end_time))
+        out.end_time.CopyFrom(to_timestamp(query.end_time))
     return out
 
 
@@ -281,8 +263,8 @@ def slot_from_pb(s: c_pb.Slot) -> m.Slot:
     return m.Slot(
         slot_id=s.slot_id, version=s.version, location_id=s.location_id, location_name=s.location_name,
         time_zone=s.time_zone, provider_id=s.provider_id, provider_name=s.provider_name, specialty=s.specialty,
-        appointment_type=s.appointment_type, start_time=_optional_ts(s, "start_time"),
-        end_time=_optional_ts(s, "end_time"), status=SLOT_STATUS.domain(s.status), as_of=_optional_ts(s, "as_of"),
+        appointment_type=s.appointment_type, start_time=field_time(s, "start_time"),
+        end_time=field_time(s, "end_time"), status=SLOT_STATUS.domain(s.status), as_of=field_time(s, "as_of"),
         clinic_name=s.clinic_name)
 
 
@@ -294,9 +276,9 @@ def slot_pb(s: m.Slot) -> c_pb.Slot:
     for field in ("start_time", "end_time", "as_of"):
         value = getattr(s, field)
         if value is not None:
-            getattr(out, field).CopyFrom(ts(value))
+            getattr(out, field).CopyFrom(to_timestamp(value))
     return out
 
 
 def slots_from_pb(reply: sched_pb.FindSlotsResponse) -> m.SlotResult:
-    return m.SlotResult(tuple(slot_from_pb(s) for s in reply.slots), _optional_ts(reply, "as_of"))
+    return m.SlotResult(tuple(slot_from_pb(s) for s in reply.slots), field_time(reply, "as_of"))

@@ -4,13 +4,11 @@ services/orchestrator/bootstrap.py, domain errors are mapped to gRPC status by t
 
 from __future__ import annotations
 
-import datetime as dt
-
 from citetrace.kit.context import current_principal, remaining_seconds
 from citetrace.kit.errors import Unavailable
+from citetrace.kit.timestamps import field_time, utc_now
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 
-from services.orchestrator.codec import from_ts
 from services.orchestrator.core.ask import Orchestrator
 from services.orchestrator.core.parts import AskRequest
 from services.orchestrator.core.ports import DeliveringTraceSink
@@ -40,7 +38,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
             raise Unavailable("NOT_READY", "the orchestrator is not warmed up yet")
         answer = self._core.ask(AskRequest(
             principal=current_principal(), question=request.question,
-            as_of=from_ts(request.as_of) if request.HasField("as_of") else dt.datetime.now(dt.UTC),
+            as_of=field_time(request, "as_of") or utc_now(),
             location_id=request.location_id.strip(), locale=request.locale.strip(),
             remaining_seconds=remaining_seconds(),
         ))

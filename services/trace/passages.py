@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import grpc
-from citetrace.kit.clients import call, error_info, stub
+from citetrace.kit.clients import invoke, stub
+from citetrace.kit.errors import DataLoss, DomainError, NotFound, PermissionDenied
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 
@@ -46,20 +46,17 @@ class RetrievalPassageReader:
             if left <= 0:
                 raise PassagesUnavailable(f"retrieval at {self.target} did not answer in time")
             try:
-                reply = call(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), timeout=left)
-            except grpc.RpcError as err:
-                code = err.code()
-                if code not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED,
-                                grpc.StatusCode.DATA_LOSS):
-                    raise PassagesUnavailable(f"retrieval: {code.name}") from None
-                info = error_info(err)
-                named = info.metadata.get("passage_id") if info is not None else None
-                if named not in remaining:  # nothing to set aside: none of the batch is shown
-                    named = None
-                aside = remaining if named is None else [named]
-                (out.corrupt if code == grpc.StatusCode.DATA_LOSS else out.not_visible).update(aside)
+                reply = invoke(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), "retrieval",
+                               timeout=left)
+            except (NotFound, PermissionDenied, DataLoss) as err:
+                named = err.metadata.get("passage_id")
+                # Nothing named to set aside: none of the batch is shown.
+                aside = [named] if named in remaining else remaining
+                (out.corrupt if isinstance(err, DataLoss) else out.not_visible).update(aside)
                 remaining = [pid for pid in remaining if pid not in aside]
                 continue
+            except DomainError as err:
+                raise PassagesUnavailable(f"retrieval: {err.code.value} {err.reason}") from None
             for passage in reply.passages:
                 out.texts[passage.identity.passage_id] = passage.text
             return
