@@ -116,7 +116,8 @@ def settings_from_pb(reply: ret_pb.SearchResponse) -> m.RetrievalSettings | None
     if s.HasField("filters"):
         f = s.filters
         filters = m.AppliedFilters(
-            tenant_id=f.tenant_id, roles=tuple(f.roles), location_ids=tuple(f.location_ids), intents=tuple(f.intents),
+            tenant_id=f.tenant_id, roles=tuple(f.roles), location_ids=tuple(f.location_ids),
+            intents=tuple(INTENT.domain(i) for i in f.intents),
             locale=f.locale, status=VERSION_STATUS.domain(f.status), effective_at=field_time(f, "effective_at"),
             source_classes=tuple(f.source_classes))
     return m.RetrievalSettings(
@@ -133,7 +134,8 @@ def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
     if s.filters is not None:
         f = s.filters
         out.filters.CopyFrom(ret_pb.AppliedFilters(
-            tenant_id=f.tenant_id, roles=f.roles, location_ids=f.location_ids, intents=f.intents, locale=f.locale,
+            tenant_id=f.tenant_id, roles=f.roles, location_ids=f.location_ids,
+            intents=[INTENT.pb(i) for i in f.intents], locale=f.locale,
             status=VERSION_STATUS.pb(f.status), source_classes=f.source_classes))
         if f.effective_at is not None:
             out.filters.effective_at.CopyFrom(to_timestamp(f.effective_at))
@@ -143,7 +145,8 @@ def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
 def search_pb(query: m.SearchQuery) -> ret_pb.SearchRequest:
     return ret_pb.SearchRequest(
         query=query.query, k=query.k, as_of=to_timestamp(query.as_of), mode=SEARCH_MODE.pb(query.mode),
-        scope=ret_pb.SearchScope(intents=query.intents, location_ids=query.location_ids, locale=query.locale))
+        scope=ret_pb.SearchScope(intents=[INTENT.pb(i) for i in query.intents], location_ids=query.location_ids,
+                                 locale=query.locale))
 
 
 def search_from_pb(reply: ret_pb.SearchResponse) -> m.SearchResult:

@@ -25,7 +25,7 @@ def _ingest(stub, md, document_id, text, roles):
     reply = stub.IngestDocument(ret.IngestDocumentRequest(
         document=c.Document(tenant_id=TENANT, document_id=document_id, source_class="scheduling_policy",
                             title=f"{document_id} (synthetic)"),
-        text=text, status=c.VERSION_STATUS_APPROVED, roles=list(roles), intents=["arrival_preparation"],
+        text=text, status=c.VERSION_STATUS_APPROVED, roles=list(roles), intents=[c.INTENT_ARRIVAL_PREPARATION],
         locale="en"), timeout=60, metadata=md)
     return reply.passages[0]
 

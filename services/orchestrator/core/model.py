@@ -198,7 +198,7 @@ class AppliedFilters:
     tenant_id: str = ""
     roles: tuple[str, ...] = ()
     location_ids: tuple[str, ...] = ()
-    intents: tuple[str, ...] = ()
+    intents: tuple[Intent | None, ...] = ()
     locale: str = ""
     status: VersionStatus = VersionStatus.UNSPECIFIED
     effective_at: dt.datetime | None = None
@@ -225,7 +225,7 @@ class RetrievalSettings:
 @dataclasses.dataclass(frozen=True, slots=True)
 class SearchQuery:
     query: str
-    intents: tuple[str, ...]
+    intents: tuple[Intent, ...]
     k: int
     as_of: dt.datetime
     location_ids: tuple[str, ...] = ()

@@ -76,7 +76,7 @@ class PolicyPart:
             locations = (route.location.location_id,)
         elif request.location_id and not route.locations_known:
             locations = (request.location_id,)
-        query = SearchQuery(plan.query, tuple(str(i) for i in plan.search_intents or (plan.intent,)),
+        query = SearchQuery(plan.query, tuple(plan.search_intents or (plan.intent,)),
                             self.settings.search_k, request.as_of, locations, request.locale)
         try:
             found = ctx.calls("retrieval", "retrieval.search", self.retrieval.search, query)

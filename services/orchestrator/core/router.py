@@ -278,7 +278,7 @@ class _Intents:
     clinical_index: int | None = None
     context: list[str] = dataclasses.field(default_factory=list)  # in-scope clauses that match no intent
 
-def _search_intents(intent: str, by_intent: dict[str, list[str]], explanations: list[str]) -> tuple[str, ...]:
+def _search_intents(intent: Intent, by_intent: dict[Intent, list[str]], explanations: list[str]) -> tuple[Intent, ...]:
     """The intent scope of a policy part's Search. A part whose intent a lexicon named searches
     that intent only. A part with no named intent (OTHER: nothing matched) may be about any
     policy, so it searches the union of the policy intents; the generator's relevance rule then

@@ -59,7 +59,7 @@ class PartPlan:
     boundary: scope.Boundary | None = None
     # The intent filter of a policy part's Search, decided up front from the question (never
     # relaxed after a result): the part's own intent, or the union of the plausible ones.
-    search_intents: tuple[str, ...] = ()
+    search_intents: tuple[Intent, ...] = ()
 
 
 @dataclasses.dataclass
