@@ -1,0 +1,186 @@
+"""Question understanding in one pass (issue 14): language, clauses, the clinical boundary per clause
+and the intents per clause, from ONE encoder run over the normalized question.
+
+The boundary (recall first), per clause:
+  1. the model: emergency when p(emergency) >= T_e; else clinical when p(emergency) + p(clinical) >= T_b;
+  2. the versioned rules (rules.py) may only add: a red flag that stands makes the clause an
+     emergency, a clinical pattern makes a logistics clause clinical; nothing a rule says ever turns
+     a model's emergency or clinical decision into logistics;
+  3. any emergency clause (or a red flag across clauses) makes the whole question an emergency;
+  4. a language the heads were not trained on (language.py: not en, nb or undetermined) takes the
+     conservative fallback: emergency at the lower threshold T_e_fallback or on any red flag of the
+     multilingual list, otherwise the whole question gets the clinical boundary (never answered as
+     logistics), and the route says so.
+
+Intents, per in-scope clause: the lexicon (high precision, versioned) overrides when it matches;
+otherwise the model's best intent, plus every further intent scoring at least `accept`; a best
+score below `other_below` means the clause names no intent (other). Decision and scores go into the
+route for every clause."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from services.orchestrator.core.text import fold, normalize, split_clauses
+from services.orchestrator.understanding import language as lang
+from services.orchestrator.understanding.encoder import QuestionEncoder
+from services.orchestrator.understanding.model import Heads, load_heads
+from services.orchestrator.understanding.rules import BoundaryRules, load_rules
+
+EMERGENCY = "emergency"
+CLINICAL = "clinical"
+LOGISTICS = "logistics"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClauseAnalysis:
+    text: str
+    start: int
+    end: int
+    boundary: str  # emergency | clinical | logistics
+    boundary_source: str  # model | rule:<id> | fallback:<language>
+    scores: dict[str, float]  # boundary class probabilities
+    red_flags_discarded: tuple[tuple[str, str], ...] = ()
+    intents: tuple[str, ...] = ()
+    intent_source: str = ""  # lexicon:<entry> | model | none
+    intent_scores: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def in_scope(self) -> bool:
+        return self.boundary == LOGISTICS
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    version: str  # model version + rules version + encoder
+    question: str  # normalized
+    language: lang.LanguageGuess
+    fallback: bool
+    emergency: bool
+    clauses: tuple[ClauseAnalysis, ...]
+    emergency_reason: str = ""  # set when no single clause was the emergency
+
+    @property
+    def in_scope(self) -> bool:
+        return not self.emergency and all(c.in_scope for c in self.clauses)
+
+    def explanations(self) -> list[str]:
+        """The decision and its scores, per clause, for the route (never the question text)."""
+        out = [f"understanding {self.version}; language {self.language.code} ({self.language.explanation})"]
+        if self.fallback:
+            out.append(f"language {self.language.code} is not one the classifiers were trained on (en, nb-NO): "
+                       "conservative fallback, emergency at the lower threshold or on a red flag, else the "
+                       "clinical boundary for the whole question")
+        for index, clause in enumerate(self.clauses, start=1):
+            scores = ", ".join(f"{k} {v:.3f}" for k, v in clause.scores.items())
+            line = f"clause {index}: boundary {clause.boundary} by {clause.boundary_source} ({scores})"
+            if clause.red_flags_discarded:
+                line += "; red flags not counted: " + ", ".join(f"{r} {why}" for r, why in clause.red_flags_discarded)
+            out.append(line)
+            if clause.intent_scores:
+                iscores = ", ".join(f"{k} {v:.3f}" for k, v in clause.intent_scores.items())
+                out.append(f"clause {index}: intents {', '.join(clause.intents) or 'none'} by {clause.intent_source} "
+                           f"({iscores})")
+        if self.emergency_reason:
+            out.append(f"emergency: {self.emergency_reason}")
+        return out
+
+
+def clause_spans(text: str, clauses: list[str]) -> list[tuple[int, int]]:
+    """Character spans of the clauses in the normalized text they were split from, in order."""
+    spans, cursor = [], 0
+    for clause in clauses:
+        at = text.find(clause, cursor)
+        if at < 0:
+            at = cursor
+        spans.append((at, at + len(clause)))
+        cursor = at + len(clause)
+    return spans
+
+
+LexiconMatcher = Callable[[str], list[tuple[str, str]]]
+
+
+class QuestionAnalyzer:
+    """Built at the orchestrator's entry point; ``warm_up`` loads the encoder. Thread-safe."""
+
+    def __init__(self, encoder: QuestionEncoder, heads: Heads | None = None, rules: BoundaryRules | None = None,
+                 lexicon: LexiconMatcher | None = None) -> None:
+        self.encoder = encoder
+        self.heads = heads or load_heads()
+        self.rules = rules or load_rules()
+        self._lexicon = lexicon
+
+    @property
+    def version(self) -> str:
+        return f"{self.heads.version}+{self.rules.version}+{self.encoder.model_id}"
+
+    def warm_up(self) -> None:
+        self.encoder.warm_up()
+
+    def analyze(self, question: str, locale: str = "") -> Analysis:
+        text = normalize(question)
+        clauses = split_clauses(text) or [text]
+        spans = clause_spans(text, clauses)
+        guess = lang.identify(text)
+        fallback = not guess.supported
+        encoded = self.encoder.encode(text)
+        t = self.heads.boundary_thresholds
+        results: list[ClauseAnalysis] = []
+        for clause, (start, end) in zip(clauses, spans, strict=True):
+            vector = encoded.pool(start, end)
+            scores = self.heads.boundary_scores(vector)
+            folded = fold(clause)
+            check = self.rules.check_emergency(folded)
+            e_threshold = t.emergency_fallback if fallback else t.emergency
+            if scores[EMERGENCY] >= e_threshold:
+                label, source = EMERGENCY, "model"
+            elif check.hit is not None:
+                label, source = EMERGENCY, f"rule:{check.hit.rule_id}"
+            elif fallback:
+                label, source = CLINICAL, f"fallback:{guess.code}"
+            elif scores[EMERGENCY] + scores[CLINICAL] >= t.boundary:
+                label, source = CLINICAL, "model"
+            elif (rule := self.rules.check_clinical(folded)) is not None:
+                label, source = CLINICAL, f"rule:{rule}"
+            else:
+                label, source = LOGISTICS, "model"
+            intents, intent_source, intent_scores = (), "", {}
+            if label == LOGISTICS:
+                intents, intent_source, intent_scores = self._intents(clause, vector)
+            results.append(ClauseAnalysis(clause, start, end, label, source, scores, check.discarded,
+                                          intents, intent_source, intent_scores))
+        # The whole question is an emergency when any clause is, or when the question read as one is
+        # (the model on the whole question's vector, or a red flag that spans two clauses: "I fainted.
+        # Twice, with chest pain.").
+        emergency = any(c.boundary == EMERGENCY for c in results)
+        why = ""
+        if not emergency and len(clauses) > 1:
+            whole_scores = self.heads.boundary_scores(encoded.pool())
+            whole = self.rules.check_emergency(fold(text))
+            e_threshold = t.emergency_fallback if fallback else t.emergency
+            if whole_scores[EMERGENCY] >= e_threshold:
+                emergency, why = True, f"model on the whole question ({whole_scores[EMERGENCY]:.3f})"
+            elif whole.hit is not None:
+                emergency, why = True, f"red flag {whole.hit.rule_id} across clauses"
+        return Analysis(self.version, text, guess, fallback, emergency, tuple(results), why)
+
+    def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float]]:
+        scores = self.heads.intent_scores(vector)
+        if self._lexicon is not None:
+            found = self._lexicon(clause)
+            if found:
+                return tuple(dict.fromkeys(i for i, _ in found)), "lexicon:" + "; ".join(e for _, e in found), scores
+        thresholds = self.heads.intent_thresholds
+        return decide_intents(scores, thresholds.accept, thresholds.other_below), "model", scores
+
+
+def decide_intents(scores: dict[str, float], accept: float, other_below: float) -> tuple[str, ...]:
+    """The best intent (other when even the best is below `other_below`) and every further one at
+    or above `accept`, best first."""
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    best, best_score = ranked[0]
+    if best_score < other_below:
+        return ("other",)
+    return (best, *(name for name, score in ranked[1:] if score >= accept))

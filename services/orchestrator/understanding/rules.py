@@ -1,0 +1,119 @@
+"""The boundary's versioned rules (data/boundary_rules.yaml): red flags with negation, resolution
+and history handling, and clinical-request patterns. Pure; microseconds per clause.
+
+The rules only ever make the boundary more careful (boundary.py applies them after the model)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from pathlib import Path
+
+import yaml
+
+RULES_FILE = Path(__file__).resolve().parent / "data" / "boundary_rules.yaml"
+
+# Words after which a negation no longer reaches the red flag ("no fever, but chest pain since noon").
+_CONTRAST = re.compile(r"\b(but|however|although|though|yet|and now|men|likevel|og nå)\b")
+
+
+@dataclasses.dataclass(frozen=True)
+class RedFlag:
+    rule_id: str
+    surface: str
+
+
+@dataclasses.dataclass(frozen=True)
+class EmergencyCheck:
+    """The first red flag that stands, and the ones discarded with why (for the route)."""
+
+    hit: RedFlag | None
+    discarded: tuple[tuple[str, str], ...] = ()  # (rule_id, negated | resolved | history | not_a_symptom)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundaryRules:
+    version: str
+    emergency: tuple[tuple[str, re.Pattern[str]], ...]
+    clinical: tuple[tuple[str, re.Pattern[str]], ...]
+    negation_before: tuple[re.Pattern[str], ...]
+    negation_after: tuple[re.Pattern[str], ...]
+    history: tuple[re.Pattern[str], ...]
+    present: tuple[re.Pattern[str], ...]
+    not_symptom_before: re.Pattern[str] | None = None
+    not_symptom_after: re.Pattern[str] | None = None
+    before_words: int = 5
+    after_words: int = 6
+
+    def check_emergency(self, text: str) -> EmergencyCheck:
+        """`text`: a folded clause. Every match of every red flag is looked at; the first that is
+        neither negated, resolved nor (history without a present cue) is the hit."""
+        discarded: list[tuple[str, str]] = []
+        history = any(p.search(text) for p in self.history)
+        for rule_id, pattern in self.emergency:
+            for match in pattern.finditer(text):
+                why = self._discard_reason(text, match, history)
+                if why is None:
+                    return EmergencyCheck(RedFlag(rule_id, match.group(0)), tuple(discarded))
+                if (rule_id, why) not in discarded:
+                    discarded.append((rule_id, why))
+        return EmergencyCheck(None, tuple(discarded))
+
+    def _discard_reason(self, text: str, match: re.Match[str], history: bool) -> str | None:
+        if self.not_symptom_before is not None and self.not_symptom_before.search(text[: match.start()]):
+            return "not_a_symptom"
+        if self.not_symptom_after is not None and self.not_symptom_after.search(text[match.end():]):
+            return "not_a_symptom"
+        before = _window_before(text[: match.start()], self.before_words)
+        if any(p.search(before) for p in self.negation_before):
+            return "negated"
+        after = _window_after(text[match.end():], self.after_words)
+        if any(p.search(after) for p in self.negation_after):
+            return "resolved"
+        # The cue must stand outside the red flag itself ("since" inside "since my stroke" is history).
+        outside = text[: match.start()] + " " + text[match.end():]
+        if history and not any(p.search(outside) for p in self.present):
+            return "history"
+        return None
+
+    def check_clinical(self, text: str) -> str | None:
+        for rule_id, pattern in self.clinical:
+            if pattern.search(text):
+                return rule_id
+        return None
+
+
+def _window_before(text: str, words: int) -> str:
+    pieces = _CONTRAST.split(text)
+    tail = pieces[-1] if pieces else text
+    return " ".join(tail.split()[-words:])
+
+
+def _window_after(text: str, words: int) -> str:
+    head = _CONTRAST.split(text)[0]
+    return " ".join(head.split()[:words])
+
+
+@functools.lru_cache(maxsize=4)
+def load_rules(path: Path = RULES_FILE) -> BoundaryRules:
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+
+    def table(section: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        out = []
+        for group, patterns in raw[section].items():
+            for index, pattern in enumerate(patterns, start=1):
+                out.append((f"{section}.{group}.{index}", re.compile(pattern)))
+        return tuple(out)
+
+    def patterns(items: list[str]) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p) for p in items)
+
+    return BoundaryRules(
+        version=str(raw["version"]), emergency=table("emergency"), clinical=table("clinical"),
+        negation_before=patterns(raw["negation"]["before"]), negation_after=patterns(raw["negation"]["after"]),
+        history=patterns(raw["history"]), present=patterns(raw["present"]),
+        not_symptom_before=re.compile(raw["not_a_symptom"]["before"]),
+        not_symptom_after=re.compile(raw["not_a_symptom"]["after"]),
+        before_words=int(raw.get("negation_window_words", 5)), after_words=int(raw.get("resolution_window_words", 6)),
+    )

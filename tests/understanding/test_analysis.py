@@ -1,0 +1,61 @@
+"""The analyzer end to end on the shipped model: one encoder run per question, boundary per clause,
+intents per in-scope clause, the conservative fallback for unknown languages."""
+
+import pytest
+
+from services.orchestrator.understanding.analysis import QuestionAnalyzer
+from services.orchestrator.understanding.bench import lexicon_matcher
+from services.orchestrator.understanding.encoder import DERIVED_SHA256, QuestionEncoder
+from services.orchestrator.understanding.model import load_heads
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    a = QuestionAnalyzer(QuestionEncoder(), lexicon=lexicon_matcher())
+    a.warm_up()
+    return a
+
+
+def test_the_derived_encoder_is_the_one_the_heads_were_trained_on(analyzer):
+    assert analyzer.encoder.derived_sha256 == DERIVED_SHA256 == load_heads().encoder_sha256
+    assert load_heads().version in analyzer.version and analyzer.rules.version in analyzer.version
+
+
+@pytest.mark.parametrize("question", [
+    "My chest hurts a lot, when is the next slot?",
+    "my heart is racing and I might pass out",
+    "Dad's face is drooping and he can't talk properly",
+    "Babyen min er slapp og har høy feber",
+])
+def test_emergencies(analyzer, question):
+    analysis = analyzer.analyze(question)
+    assert analysis.emergency and not analysis.in_scope
+
+
+@pytest.mark.parametrize("question", [
+    "No fever any more, I just need the booster",
+    "I had a heart attack two years ago, I need to book my annual follow-up",
+    "Can I drink water before my blood test?",
+])
+def test_not_emergencies(analyzer, question):
+    assert not analyzer.analyze(question).emergency
+
+
+def test_mixed_question_bounds_only_the_clinical_clause(analyzer):
+    analysis = analyzer.analyze("Can I book dermatology next week? Also, is the rash on my arm contagious?")
+    assert [c.boundary for c in analysis.clauses] == ["logistics", "clinical"]
+    assert "availability" in analysis.clauses[0].intents
+
+
+def test_unknown_language_takes_the_conservative_fallback(analyzer):
+    emergency = analyzer.analyze("Tengo un dolor fuerte en el pecho")
+    assert emergency.emergency and emergency.fallback
+    booking = analyzer.analyze("¿Tienen cita libre el viernes?")
+    assert booking.fallback and not booking.in_scope and not booking.emergency
+    assert any("conservative fallback" in line for line in booking.explanations())
+
+
+def test_decision_and_scores_are_in_the_explanations(analyzer):
+    lines = analyzer.analyze("move my Tuesday visit to Thursday").explanations()
+    assert any("boundary logistics" in line and "emergency 0." in line for line in lines)
+    assert any("intents cancellation_rescheduling" in line for line in lines)

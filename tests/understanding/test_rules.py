@@ -1,0 +1,62 @@
+"""The boundary rules: red flags that stand, and the ones negation, resolution or history remove."""
+
+import pytest
+
+from services.orchestrator.core.text import fold
+from services.orchestrator.understanding.rules import load_rules
+
+RULES = load_rules()
+
+
+@pytest.mark.parametrize("text", [
+    "chest pain since this morning",
+    "I had a heart attack last year and now the same pain is back",
+    "I can't breathe",
+    "it won't stop bleeding even with pressure",
+    "my baby isn't breathing normally",
+    "not sure I can keep myself safe tonight",
+    "jeg får ikke puste",
+    "Jeg hadde hjerteinfarkt i fjor og nå er smertene tilbake igjen",
+    "Tengo un dolor fuerte en el pecho",
+    "I'm thinking about killing myself",
+    "My daughter is bleeding heavily from her head after a fall",
+])
+def test_red_flags_that_stand(text):
+    assert RULES.check_emergency(fold(text)).hit is not None
+
+
+@pytest.mark.parametrize("text,why", [
+    ("no chest pain any more, I just need the booster", "negated"),
+    ("I no longer have trouble breathing, can I cancel?", "negated"),
+    ("The chest pain went away last month, can I book a follow-up?", "resolved"),
+    ("I had a heart attack two years ago and need my annual check", "history"),
+    ("ingen brystsmerter nå, vil bestille kontroll", "negated"),
+    ("Brystsmertene gikk over forrige måned", "resolved"),
+    ("I need the chest pain clinic's fax number", "not_a_symptom"),
+    ("What are the warning signs of a heart attack?", "not_a_symptom"),
+])
+def test_red_flags_discarded_with_a_reason(text, why):
+    check = RULES.check_emergency(fold(text))
+    assert check.hit is None
+    assert why in {reason for _, reason in check.discarded}
+
+
+@pytest.mark.parametrize("text", [
+    "Can I take a painkiller before my scan?",
+    "Is an MRI safe if I'm pregnant?",
+    "What does my cholesterol result of 6.2 mean?",
+    "Hvor mye ibux kan jeg ta om dagen?",
+])
+def test_clinical_patterns(text):
+    assert RULES.check_clinical(fold(text)) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "Can I drink water before my blood test?",
+    "Skal jeg ta med medisinlisten min til timen?",
+    "Can I get an interpreter for my appointment?",
+    "I don't have any symptoms, I just want my yearly check-up",
+])
+def test_logistics_is_not_clinical_by_rule(text):
+    assert RULES.check_clinical(fold(text)) is None
+    assert RULES.check_emergency(fold(text)).hit is None
