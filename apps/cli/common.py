@@ -32,9 +32,10 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def dev_secret(data_dir: Path, create: bool = False) -> str | None:
-    """The local stack's HS256 development secret, created once with mode 0600."""
-    path = data_dir / SECRET_FILE
+def dev_secret(data_dir: Path, create: bool = False, name: str = SECRET_FILE) -> str | None:
+    """A secret of the local stack (by default the HS256 development secret), created once with
+    mode 0600."""
+    path = data_dir / name
     if path.exists():
         return path.read_text().strip()
     if not create:

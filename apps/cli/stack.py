@@ -1,4 +1,5 @@
-"""citetrace up / status / down: the six services as local processes on fixed default ports."""
+"""citetrace up / status / down: the six services and the console as local processes on fixed
+default ports."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import time
 from pathlib import Path
 
 import grpc
-from citetrace.kit.stack import SERVICES, ServiceInfo
+import httpx
+from citetrace.kit.stack import SERVICES, WEB_APPS, ServiceInfo, WebAppInfo
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from apps.cli.common import STATE_FILE, add_data_dir, dev_secret, read_state
@@ -24,17 +26,19 @@ from apps.cli.common import STATE_FILE, add_data_dir, dev_secret, read_state
 _PR_SET_PDEATHSIG = 1
 # Services that keep state under the data directory.
 _STATEFUL = ("retrieval", "scheduler_gateway", "trace", "orchestrator")
+# Signs the local console's session cookie (created once, like the development token secret).
+CONSOLE_SESSION_SECRET_FILE = "console-session-secret"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    up = subparsers.add_parser("up", help="start all six services locally and wait until SERVING")
+    up = subparsers.add_parser("up", help="start the six services and the console locally and wait until SERVING")
     add_data_dir(up)
     up.add_argument("--detach", action="store_true", help="return once SERVING and leave the stack running")
     up.add_argument("--port-offset", type=int, default=0, help="shift every default port by N")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for SERVING")
     up.set_defaults(func=run_up)
 
-    status = subparsers.add_parser("status", help="health of each service of the local stack")
+    status = subparsers.add_parser("status", help="health of each service (and the console's URL) of the local stack")
     add_data_dir(status)
     status.set_defaults(func=run_status)
 
@@ -54,7 +58,27 @@ def health_of(target: str, timeout: float = 1.0) -> str:
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
-def _service_env(info: ServiceInfo, data_dir: Path, offset: int, secret: str) -> dict[str, str]:
+def web_health_of(url: str, ready_path: str = "/readyz", timeout: float = 1.0) -> str:
+    """The same words for a web application: SERVING when its readiness answers 200."""
+    try:
+        reply = httpx.get(url + ready_path, timeout=timeout)
+    except httpx.HTTPError:
+        return "unreachable"
+    return "SERVING" if reply.status_code == 200 else "NOT_SERVING"
+
+
+def _health(name: str, entry: dict) -> str:
+    app = _web_app(name)
+    if app is not None:
+        return web_health_of(entry.get("url") or app.url(entry["port"] - app.port), app.ready_path, timeout=0.5)
+    return health_of(f"127.0.0.1:{entry['port']}", timeout=0.5)
+
+
+def _web_app(name: str) -> WebAppInfo | None:
+    return next((app for app in WEB_APPS if app.name == name), None)
+
+
+def _service_env(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, secret: str) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env.setdefault("CITETRACE_AUTH_HS256_SECRET", secret)
@@ -65,10 +89,14 @@ def _service_env(info: ServiceInfo, data_dir: Path, offset: int, secret: str) ->
     for other in SERVICES:  # callers find their downstreams at the shifted ports
         if other.name != info.name:
             env[f"{info.env_prefix}{other.name.upper()}_TARGET"] = f"127.0.0.1:{other.port + offset}"
+    if isinstance(info, WebAppInfo):  # the local console: development sign-in, its own cookie key
+        env.setdefault(f"{info.env_prefix}AUTH_MODE", "development")
+        env.setdefault(f"{info.env_prefix}SESSION_SECRET",
+                       dev_secret(data_dir, create=True, name=CONSOLE_SESSION_SECRET_FILE))
     return _known_only(info, env)
 
 
-def _known_only(info: ServiceInfo, env: dict[str, str]) -> dict[str, str]:
+def _known_only(info: ServiceInfo | WebAppInfo, env: dict[str, str]) -> dict[str, str]:
     """Drops *_TARGET variables a service's settings do not define (settings reject unknown keys)."""
     settings_cls = importlib.import_module(f"{info.module}.settings").Settings
     known = {f"{info.env_prefix}{f.name.upper()}" for f in dataclasses.fields(settings_cls)}
@@ -86,7 +114,7 @@ def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subproce
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     procs: dict[str, subprocess.Popen] = {}
-    for info in SERVICES:
+    for info in (*SERVICES, *WEB_APPS):
         log_file = open(logs / f"{info.name}.log", "ab")  # noqa: SIM115 - owned by the child
         procs[info.name] = subprocess.Popen(
             [sys.executable, "-m", info.module],
@@ -105,12 +133,14 @@ def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subproce
             for name, proc in procs.items()
         },
     }
+    for app in WEB_APPS:
+        state["services"][app.name]["url"] = app.url(offset)
     (data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
     return procs
 
 
-def _info(name: str) -> ServiceInfo:
-    return next(info for info in SERVICES if info.name == name)
+def _info(name: str) -> ServiceInfo | WebAppInfo:
+    return next(info for info in (*SERVICES, *WEB_APPS) if info.name == name)
 
 
 def wait_serving(data_dir: Path, procs: dict[str, subprocess.Popen], timeout: float) -> list[str]:
@@ -122,7 +152,7 @@ def wait_serving(data_dir: Path, procs: dict[str, subprocess.Popen], timeout: fl
         for name in sorted(pending):
             if procs[name].poll() is not None:
                 return [name]
-            if health_of(f"127.0.0.1:{state[name]['port']}", timeout=0.5) == "SERVING":
+            if _health(name, state[name]) == "SERVING":
                 pending.discard(name)
         if pending:
             time.sleep(0.2)
@@ -177,7 +207,7 @@ def run_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     procs = start_stack(data_dir, args.port_offset, args.detach)
     pids = {name: proc.pid for name, proc in procs.items()}
-    print(f"starting {len(procs)} services (logs in {data_dir / 'logs'}) ...", flush=True)
+    print(f"starting {len(SERVICES)} services and the console (logs in {data_dir / 'logs'}) ...", flush=True)
     failed = wait_serving(data_dir, procs, args.timeout)
     if failed or stopping["flag"]:
         for name in failed:
@@ -203,13 +233,16 @@ def run_up(args: argparse.Namespace) -> int:
 def _print_table(data_dir: Path) -> bool:
     state = read_state(data_dir).get("services", {})
     all_serving = True
-    print(f"{'service':<20} {'address':<18} {'metrics':<8} health")
-    for info in SERVICES:
+    print(f"{'service':<20} {'address':<22} {'metrics':<8} health")
+    for info in (*SERVICES, *WEB_APPS):
         entry = state.get(info.name, {"port": info.port, "metrics_port": info.metrics_port})
-        address = f"127.0.0.1:{entry['port']}"
-        health = health_of(address)
+        address = entry.get("url") or (info.url() if isinstance(info, WebAppInfo) else f"127.0.0.1:{entry['port']}")
+        health = _health(info.name, entry)
         all_serving &= health == "SERVING"
-        print(f"{info.name:<20} {address:<18} {entry['metrics_port']:<8} {health}")
+        print(f"{info.name:<20} {address:<22} {entry['metrics_port']:<8} {health}")
+    for app in WEB_APPS:
+        url = state.get(app.name, {}).get("url") or app.url()
+        print(f"{app.name}: open {url} in a browser")
     return all_serving
 
 

@@ -17,6 +17,8 @@ import httpx
 import pytest
 from e2e.conftest import REPO, Stack, free_port, running_stack
 
+from apps.cli.common import read_state
+
 CHROMIUM = os.environ.get("CITETRACE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -28,12 +30,14 @@ SESSION_SECRET = "console-test-session-secret-0123456789abcdef"
 class Console:
     """One console process: its URL, and the stack behind it."""
 
-    def __init__(self, url: str, proc: subprocess.Popen, log: Path) -> None:
+    def __init__(self, url: str, proc: subprocess.Popen | None, log: Path) -> None:
         self.url = url
         self.proc = proc
         self.log = log
 
     def stop(self) -> None:
+        if self.proc is None:  # the stack's own console: `citetrace down` stops it
+            return
         if self.proc.poll() is None:
             self.proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -86,12 +90,11 @@ def console_stack(tmp_path_factory) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="session")
-def console(console_stack, tmp_path_factory) -> Iterator[Console]:
-    started = start_console(console_stack, tmp_path_factory.mktemp("console"))
-    try:
-        yield started
-    finally:
-        started.stop()
+def console(console_stack) -> Console:
+    """The console `citetrace up` started with the rest of the stack (its URL from the stack state)."""
+    entry = read_state(console_stack.data_dir)["services"]["console"]
+    assert httpx.get(entry["url"] + "/readyz", timeout=5).status_code == 200
+    return Console(entry["url"], None, console_stack.data_dir / "logs" / "console.log")
 
 
 @pytest.fixture

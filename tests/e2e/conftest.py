@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
-from citetrace.kit.stack import BY_NAME, SERVICES
+from citetrace.kit.stack import BY_NAME, SERVICES, stack_ports
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
@@ -51,7 +51,7 @@ def free_port() -> int:
 def _free_offset() -> int:
     for _ in range(200):
         offset = random.randrange(3000, 9000, 10)
-        ports = [p + offset for info in SERVICES for p in (info.port, info.metrics_port)]
+        ports = [p + offset for p in stack_ports()]
         if all(_free(p) for p in ports):
             return offset
     raise RuntimeError("no free port offset for the e2e stack")

@@ -1,4 +1,5 @@
-"""`citetrace up` end to end: six real processes SERVING, reflection, SIGTERM, nothing left."""
+"""`citetrace up` end to end: six real gRPC processes and the console SERVING, reflection, the
+console's URL, SIGTERM, nothing left."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import sys
 import time
 
 import grpc
+import httpx
 import pytest
-from citetrace.kit.stack import SERVICES
+from citetrace.kit.stack import CONSOLE, SERVICES
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from apps.cli.common import read_state
@@ -49,7 +51,12 @@ def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
         assert any("all SERVING" in line for line in lines), "".join(lines)
         status = _citetrace("status", "--data-dir", str(data_dir))
         assert status.returncode == 0, status.stdout + status.stderr
-        assert status.stdout.count("SERVING") == 6
+        assert status.stdout.count("SERVING") == len(SERVICES) + 1
+        console_url = f"http://127.0.0.1:{CONSOLE.port + offset}"
+        assert any(line.startswith("console") and console_url in line and line.endswith("SERVING")
+                   for line in status.stdout.splitlines()), status.stdout
+        assert f"console: open {console_url} in a browser" in "".join(lines) + status.stdout
+        assert httpx.get(console_url + "/sign-in").status_code == 200
         state = read_state(data_dir)["services"]
         pids = [entry["pid"] for entry in state.values()]
         for info in SERVICES:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from citetrace.kit.stack import SERVICES
+from citetrace.kit.stack import SERVICES, stack_ports
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -124,7 +124,7 @@ def free_port_offset() -> int:
     """An offset that leaves every gRPC and metrics port of the stack free."""
     for _ in range(200):
         offset = random.randrange(2000, 15000, 10)
-        ports = [p + offset for info in SERVICES for p in (info.port, info.metrics_port)]
+        ports = [p + offset for p in stack_ports()]
         if all(_free(p) for p in ports):
             return offset
     raise RuntimeError("no free port offset for the stack")

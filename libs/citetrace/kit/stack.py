@@ -1,5 +1,5 @@
-"""The six services of the local stack: module, default ports, settings prefix. The one table the
-CLI, the docs and the deploy checks read."""
+"""The six gRPC services of the local stack and its web application (the console): module, default
+ports, settings prefix. The one table the CLI, the docs and the deploy checks read."""
 
 from __future__ import annotations
 
@@ -37,3 +37,35 @@ SERVICES: tuple[ServiceInfo, ...] = (
 )
 
 BY_NAME = {info.name: info for info in SERVICES}
+
+
+@dataclasses.dataclass(frozen=True)
+class WebAppInfo:
+    """An HTTP application of the stack (not a gRPC service): ready when GET `ready_path` is 200
+    (SERVING), liveness at `live_path`. It calls the services only over their gRPC contracts."""
+
+    name: str
+    port: int
+    metrics_port: int
+    ready_path: str = "/readyz"
+    live_path: str = "/healthz"
+
+    @property
+    def module(self) -> str:
+        return f"services.{self.name}"
+
+    @property
+    def env_prefix(self) -> str:
+        return f"CITETRACE_{self.name.upper()}_"
+
+    def url(self, offset: int = 0) -> str:
+        return f"http://127.0.0.1:{self.port + offset}"
+
+
+CONSOLE = WebAppInfo("console", 8150, 9157)
+WEB_APPS: tuple[WebAppInfo, ...] = (CONSOLE,)
+
+
+def stack_ports() -> list[int]:
+    """Every port the local stack binds (before a --port-offset)."""
+    return [p for info in (*SERVICES, *WEB_APPS) for p in (info.port, info.metrics_port)]
