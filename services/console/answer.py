@@ -138,8 +138,13 @@ class Marker:
 
     @property
     def link(self) -> str:
-        return pinned_link(self.citation.document_id, self.citation.version_id, self.citation.start,
-                           self.citation.end)
+        """The citation's pinned link as the service built it (it may carry more locators, e.g. a
+        page) when it points at this citation's document and version; else built here."""
+        cit = self.citation
+        base = pinned_link(cit.document_id, cit.version_id)
+        if cit.link.startswith(base + "#") and f"chars={cit.start}-{cit.end}" in cit.link:
+            return cit.link
+        return pinned_link(cit.document_id, cit.version_id, cit.start, cit.end)
 
     @property
     def evidence_url(self) -> str:

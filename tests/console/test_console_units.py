@@ -242,3 +242,17 @@ def test_proxy_mode_reads_the_configured_header_and_shows_no_sign_in():
     assert client.get("/readyz").status_code == 200
     client.console.readiness.draining()
     assert client.get("/readyz").status_code == 503, "NOT_SERVING again while draining"
+
+
+def test_marker_link_keeps_extra_locators_only_for_its_own_version_and_span():
+    from services.console.answer import Marker
+
+    cit = citation("arrival", 10, 20)
+    paged = c.Citation()
+    paged.CopyFrom(cit)
+    paged.link = pinned_link("arrival", cit.version_id) + "#page=3&chars=10-20"
+    assert Marker(1, paged).link.endswith("#page=3&chars=10-20")
+    forged = c.Citation()
+    forged.CopyFrom(cit)
+    forged.link = pinned_link("other", "b" * 64) + "#chars=10-20"
+    assert Marker(1, forged).link == pinned_link("arrival", cit.version_id, 10, 20)

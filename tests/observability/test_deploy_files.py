@@ -20,17 +20,19 @@ import pytest
 import yaml
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.settings import env_names, load_settings
-from citetrace.kit.stack import SERVICES
+from citetrace.kit.stack import SERVICES, WEB_APPS, WebAppInfo
 
 from observability.conftest import DEPLOY, ROOT, ensure_tool
 
-DNS = {info.name: info.name.replace("_", "-") for info in SERVICES}
-BY_DNS = {dns: info for info, dns in ((i, DNS[i.name]) for i in SERVICES)}
-STATELESS = {"orchestrator", "generation", "citation-validator"}
+DEPLOYABLES = (*SERVICES, *WEB_APPS)
+DNS = {info.name: info.name.replace("_", "-") for info in DEPLOYABLES}
+BY_DNS = {dns: info for info, dns in ((i, DNS[i.name]) for i in DEPLOYABLES)}
+STATELESS = {"orchestrator", "generation", "citation-validator", "console"}
 # Variables a container may set besides its settings (read by Python, OpenBLAS or OpenTelemetry).
 RUNTIME_ENV = {"PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "OPENBLAS_NUM_THREADS",
                "OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_SAMPLER", "OTEL_RESOURCE_ATTRIBUTES"}
 K8S_VERSIONS = ("1.30.0", "1.33.0")
+SECRET_SETTINGS = ("CITETRACE_CONSOLE_SESSION_SECRET",)
 
 
 def settings_class(info):
@@ -45,7 +47,9 @@ def check_env(info, env: dict[str, str], where: str) -> None:
     unknown = sorted(set(env) - known)
     assert not unknown, f"{where}: {info.name} sets variables its settings do not read: {unknown}"
     resolved = {k: re.sub(r"\$\{[^}]*\}", "x" * 40, v) for k, v in env.items()}
-    load_settings(cls, prefix, resolved)
+    # Required secrets that come from a secret store, not from the file checked here.
+    secrets = {name: "s" * 40 for name in SECRET_SETTINGS if name.startswith(prefix)}
+    load_settings(cls, prefix, {**secrets, **resolved})
     load_settings(AuthSettings, AUTH_PREFIX, {**resolved, "CITETRACE_AUTH_HS256_SECRET": "s" * 40})
 
 
@@ -58,7 +62,7 @@ def test_generated_deploy_files_are_fresh():
 
 # --- Dockerfiles ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("info", SERVICES, ids=lambda i: i.name)
+@pytest.mark.parametrize("info", DEPLOYABLES, ids=lambda i: i.name)
 def test_dockerfile_is_multi_stage_non_root_pinned_with_grpc_healthcheck(info):
     text = (DEPLOY / "docker" / f"{DNS[info.name]}.Dockerfile").read_text()
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
@@ -70,7 +74,11 @@ def test_dockerfile_is_multi_stage_non_root_pinned_with_grpc_healthcheck(info):
     final_stage = text.rsplit("\nFROM ", 1)[1]
     user = re.search(r"^USER (\d+)(?::(\d+))?$", final_stage, re.M)
     assert user and int(user.group(1)) != 0, "the final stage must run as a numeric non-root user"
-    assert re.search(r"^HEALTHCHECK .*\n?.*citetrace\.kit\.healthcheck", final_stage, re.M)
+    if isinstance(info, WebAppInfo):  # HTTP readiness
+        assert re.search(rf"^HEALTHCHECK .*\n?.*urlopen\('http://127\.0\.0\.1:\$\{{{info.env_prefix}PORT\}}"
+                         rf"{info.ready_path}'", final_stage, re.M)
+    else:
+        assert re.search(r"^HEALTHCHECK .*\n?.*citetrace\.kit\.healthcheck", final_stage, re.M)
     exposed = re.search(r"^EXPOSE (.+)$", final_stage, re.M).group(1).split()
     assert {str(info.port), str(info.metrics_port)} == set(exposed)
     assert f'ENTRYPOINT ["python", "-m", "{info.module}"]' in final_stage
@@ -201,7 +209,9 @@ def test_rendered_manifests_pass_the_kubernetes_schemas_strictly(rendered):
 
 def test_the_schema_check_rejects_a_wrong_field(rendered):
     _, docs = rendered
-    deployment = json.loads(json.dumps(next(d for d in docs if d["kind"] == "Deployment")))
+    deployment = json.loads(json.dumps(next(
+        d for d in docs if d["kind"] == "Deployment"
+        and "grpc" in d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"])))
     deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpc"]["prot"] = 1
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(deployment, K8S_VERSIONS[0], strict=True)
@@ -223,7 +233,11 @@ def test_every_service_has_probes_resources_security_pdb_service_and_hpa_when_st
         pod = deployment["spec"]["template"]["spec"]
         (container,) = pod["containers"]
         for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-            assert container[probe]["grpc"]["port"] == info.port, (name, probe)
+            if isinstance(info, WebAppInfo):
+                path = info.live_path if probe == "livenessProbe" else info.ready_path
+                assert container[probe]["httpGet"] == {"path": path, "port": "http"}, (name, probe)
+            else:
+                assert container[probe]["grpc"]["port"] == info.port, (name, probe)
         resources = container["resources"]
         assert {"cpu", "memory"} <= set(resources["requests"]) and {"cpu", "memory"} <= set(resources["limits"])
         security = container["securityContext"]
@@ -237,7 +251,8 @@ def test_every_service_has_probes_resources_security_pdb_service_and_hpa_when_st
         assert selector.items() <= labels.items()
         assert pdbs[name]["spec"]["selector"]["matchLabels"] == selector
         ports = {p["name"]: p["port"] for p in services[name]["spec"]["ports"]}
-        assert ports == {"grpc": info.port, "metrics": info.metrics_port}
+        protocol = "http" if isinstance(info, WebAppInfo) else "grpc"
+        assert ports == {protocol: info.port, "metrics": info.metrics_port}
         assert services[name]["spec"]["selector"] == selector
         annotations = deployment["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/port"] == str(info.metrics_port)
@@ -274,7 +289,7 @@ def test_every_kubernetes_env_var_is_read_by_the_settings_class(rendered):
 
 def test_settings_fields_read_dynamically_reach_the_manifests():
     """A field added to a settings class (e.g. a new *_target) shows up in the generated files."""
-    for info in SERVICES:
+    for info in DEPLOYABLES:
         cls, prefix = settings_class(info)
         targets = [f.name for f in dataclasses.fields(cls) if f.name.endswith("_target")]
         text = (DEPLOY / "k8s" / "base" / DNS[info.name] / "kustomization.yaml").read_text()

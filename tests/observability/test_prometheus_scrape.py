@@ -16,7 +16,7 @@ import urllib.request
 import grpc
 import pytest
 import yaml
-from citetrace.kit.stack import SERVICES
+from citetrace.kit.stack import SERVICES, WEB_APPS
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb2
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb2
@@ -64,7 +64,8 @@ def test_config_variant_changes_only_the_ports(traced_stack, tmp_path):
     assert variant["rule_files"] == shipped["rule_files"]
     assert [c["job_name"] for c in variant["scrape_configs"]] == ["citetrace"]
     shipped_targets = [t for sc in shipped["scrape_configs"][0]["static_configs"] for t in sc["targets"]]
-    assert sorted(int(t.rsplit(":", 1)[1]) for t in shipped_targets) == sorted(i.metrics_port for i in SERVICES)
+    assert sorted(int(t.rsplit(":", 1)[1]) for t in shipped_targets) == sorted(
+        i.metrics_port for i in (*SERVICES, *WEB_APPS))
 
 
 def shifted_config(config: dict, offset: int) -> dict:
@@ -131,15 +132,16 @@ def send_traffic(stack) -> None:
 
 def test_prometheus_scrapes_every_service_with_the_shipped_config(prometheus):
     stack, api = prometheus
-    up = api.wait('up{job="citetrace"} == 1', lambda r: len(r) == len(SERVICES))
-    assert sorted(r["metric"]["component"] for r in up) == sorted(i.name for i in SERVICES)
+    scraped = (*SERVICES, *WEB_APPS)
+    up = api.wait('up{job="citetrace"} == 1', lambda r: len(r) == len(scraped))
+    assert sorted(r["metric"]["component"] for r in up) == sorted(i.name for i in scraped)
     info = api.query("citetrace_build_info")
-    assert {r["metric"]["service"] for r in info} == {i.name for i in SERVICES}
+    assert {r["metric"]["service"] for r in info} == {i.name for i in scraped}
 
 
 def test_prometheus_has_stage_latency_and_citation_failure_series(prometheus):
     stack, api = prometheus
-    api.wait('up{job="citetrace"} == 1', lambda r: len(r) == len(SERVICES))
+    api.wait('up{job="citetrace"} == 1', lambda r: len(r) == len(SERVICES) + len(WEB_APPS))
     # The stage series exist from start-up (zero), so the request below shows up as a rate.
     assert api.wait('citetrace_stage_duration_seconds_count{service="retrieval", stage="retrieval.search"}')
     time.sleep(6)  # one more scrape before the traffic

@@ -141,7 +141,8 @@
       mark.replaceWith(document.createTextNode(mark.textContent));
     });
     text.normalize();
-    var match = /^#chars=(\d+)-(\d+)$/.exec(window.location.hash);
+    // #chars=a-b, or with other fragment parameters first (e.g. #page=3&chars=a-b of a paged source).
+    var match = /(?:^#|&)chars=(\d+)-(\d+)(?:&|$)/.exec(window.location.hash);
     if (!match) { if (note) note.hidden = true; return; }
     var start = parseInt(match[1], 10), end = parseInt(match[2], 10);
     var length = parseInt(text.getAttribute("data-length"), 10);
