@@ -129,6 +129,7 @@ class ReceiptView:
     reviews: tuple[ReviewRow, ...]
     redactions: tuple[str, ...]
     links: tuple[LinkRow, ...]
+    passage_text: str  # what reading the retrieved passages' text back gave this reader
 
 
 def _settings_rows(settings) -> tuple[tuple[str, str], ...]:
@@ -138,7 +139,8 @@ def _settings_rows(settings) -> tuple[tuple[str, str], ...]:
             ("weights", f"lexical {settings.lexical_weight:g}, vector {settings.vector_weight:g}"),
             ("embedding model", settings.embedding_model_id),
             ("filters", f"tenant {f.tenant_id}; roles {', '.join(f.roles) or '-'}; locations "
-                        f"{', '.join(f.location_ids) or 'all'}; intents {', '.join(f.intents) or '-'}; "
+                        f"{', '.join(f.location_ids) or 'all'}; intents "
+                        f"{', '.join(enum_label(c.Intent, i, 'INTENT_').lower() for i in f.intents) or '-'}; "
                         f"locale {f.locale or '-'}; effective at {when(f.effective_at) or '-'}")]
     return tuple((k, v) for k, v in rows if v)
 
@@ -222,4 +224,13 @@ def build_receipt_view(reply: pb.GetTraceResponse) -> ReceiptView:
                                 when(x.created_at), x.answer_record_hash, tuple(x.evidence_version_ids))
                       for x in reply.reviews),
         redactions=tuple(f"{when(x.redacted_at)}: {x.reason}" for x in reply.redactions),
-        links=tuple(_link_row(link) for link in reply.links))
+        links=tuple(_link_row(link) for link in reply.links),
+        passage_text=_readback(reply.passage_text) if reply.HasField("passage_text") else "")
+
+
+def _readback(readback: pb.PassageTextReadback) -> str:
+    if readback.unavailable_reason:
+        return f"Passage text could not be read back: {readback.unavailable_reason}."
+    return (f"Passage text read back from retrieval with your access: {readback.filled} shown, "
+            f"{readback.not_visible} not visible to you, {readback.digest_mismatch} failed the digest check "
+            "(never shown).")

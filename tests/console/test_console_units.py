@@ -256,3 +256,30 @@ def test_marker_link_keeps_extra_locators_only_for_its_own_version_and_span():
     forged.CopyFrom(cit)
     forged.link = pinned_link("other", "b" * 64) + "#chars=10-20"
     assert Marker(1, forged).link == pinned_link("arrival", cit.version_id, 10, 20)
+
+
+def test_receipt_view_keeps_the_retrieved_set_apart_from_the_citation_set():
+    from citetrace.trace.v1 import trace_service_pb2 as trace_pb
+
+    from services.console.receipt import build_receipt_view
+
+    cited = citation("arrival", 0, 16)
+    record = trace_pb.TraceRecord(trace_id="a" * 32, sequence=4, record_hash="h" * 64, previous_hash="g" * 64)
+    part = record.parts.add(part_id="p1", kind=r.PART_KIND_ARRIVAL_PREPARATION, outcome=c.PART_OUTCOME_ANSWERED)
+    part.retrieval.settings.filters.intents.append(c.INTENT_ARRIVAL_PREPARATION)
+    for label, (start, end) in (("S1", (0, 16)), ("S2", (20, 40))):
+        hit = part.retrieval.retrieved.add(label=label, fused_rank=int(label[1:]))
+        hit.passage.identity.CopyFrom(c.PassageIdentity(
+            passage_id=passage_id_of("t", "arrival", "a" * 64, start, end), document_id="arrival",
+            version_id="a" * 64, start=start, end=end))
+    part.citations.append(cited)
+    claim = part.claims.add(shown=True, attempt=1)
+    claim.claim.CopyFrom(c.Claim(claim_id="c1", text="x", evidence_labels=["S1"]))
+    view = build_receipt_view(trace_pb.GetTraceResponse(
+        record=record, passage_text=trace_pb.PassageTextReadback(filled=1, not_visible=1)))
+    (receipt,) = view.parts
+    assert [row.cited for row in receipt.retrieved] == [True, False]
+    assert [m.citation.passage_id for m in receipt.citations] == [cited.passage_id]
+    assert receipt.claims[0].markers[0].number == 1
+    assert "intents arrival_preparation" in dict(receipt.retrieval_settings)["filters"]
+    assert "1 not visible to you" in view.passage_text and view.sequence == 4
