@@ -10,6 +10,7 @@ import sys
 import grpc
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
+from citetrace.identity import page_locator
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.timestamps import from_timestamp, to_timestamp
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
@@ -108,8 +109,10 @@ def render(response: pb.AskResponse) -> str:
         for citation in listed:
             anchor = f" > {citation.source_anchor}" if citation.source_anchor else ""
             lines.append(f"  [{sources[citation.passage_id]}] {citation.title or citation.document_id}{anchor}")
+            pages = page_locator(citation.page_start, citation.page_end, citation.page_label_start,
+                                 citation.page_label_end)
             lines.append(f"      document {citation.document_id}, version {citation.version_id[:12]}, "
-                         f"{citation.source_class}, chars {citation.start}-{citation.end}")
+                         f"{citation.source_class}, {pages + ', ' if pages else ''}chars {citation.start}-{citation.end}")
             lines.append(f"      {citation.link}")
     lines.append("")
     delivered = "recorded" if response.trace_delivered else "queued durably, delivered in the background"

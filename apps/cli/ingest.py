@@ -1,9 +1,14 @@
-"""citetrace ingest PATH...: Markdown files with YAML front matter -> retrieval.IngestDocument.
+"""citetrace ingest PATH...: Markdown, PDF and HTML sources -> retrieval.IngestDocument.
 
 Each file is validated on its own; a bad file is reported (file and key) and nothing of it is
 stored, the rest of the batch still goes in, and the command exits 1 if any file failed.
 
-Front matter keys (unknown keys are errors, so a typo never goes unnoticed):
+Metadata: a Markdown file carries it as YAML front matter; a PDF or HTML file (or a Markdown file
+without front matter) in a sidecar named after it plus .meta.yaml (policy.pdf -> policy.pdf.meta.yaml)
+with exactly the same keys. PDF and HTML are sent as they are: the retrieval service extracts their
+text, page map and structure, and the result (pages, issues, passages awaiting review) is printed.
+
+Metadata keys (unknown keys are errors, so a typo never goes unnoticed):
   tenant, document_id, source_class, title, valid_from, roles (list), intents (list), locale  required
   status (draft|approved|retired, default approved), valid_to, location_scope (list, empty = every
   location of the tenant), source_uri                                                      optional
@@ -22,7 +27,7 @@ import grpc
 import yaml
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.clients import invoke
-from citetrace.kit.errors import DomainError, Unauthenticated, Unavailable
+from citetrace.kit.errors import Code, DomainError, Unauthenticated, Unavailable
 from citetrace.kit.timestamps import NoOffset, parse_iso, to_timestamp
 from citetrace.vocab import INTENT, INTENTS, VERSION_STATUS, VERSION_STATUSES
 
@@ -31,6 +36,12 @@ from apps.cli.common import add_data_dir, dev_token, target
 REQUIRED = ("tenant", "document_id", "source_class", "title", "valid_from", "roles", "intents", "locale")
 OPTIONAL = ("status", "valid_to", "location_scope", "source_uri")
 LISTS = ("roles", "intents", "location_scope")
+SIDECAR_SUFFIX = ".meta.yaml"
+MARKDOWN, PDF, HTML = "text/markdown", "application/pdf", "text/html"
+MEDIA_TYPES = {".md": MARKDOWN, ".markdown": MARKDOWN, ".pdf": PDF, ".html": HTML, ".htm": HTML}
+# The retrieval service's default CITETRACE_RETRIEVAL_MAX_SOURCE_BYTES: a larger file is refused
+# here, before it is read.
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 # Which front-matter key a server-side rejection is about.
 REASON_KEYS = {
     "MISSING_TENANT_ID": "tenant", "TENANT_MISMATCH": "tenant", "UNKNOWN_TENANT": "tenant",
@@ -40,6 +51,9 @@ REASON_KEYS = {
     "VERSION_TEXT_CONFLICT": "body", "INVALID_STATUS": "status", "MISSING_ROLES": "roles",
     "UNKNOWN_ROLE": "roles", "UNKNOWN_INTENT": "intents", "INVALID_LOCATION_ID": "location_scope",
     "INVALID_LOCALE": "locale", "INVALID_VALIDITY_WINDOW": "valid_to",
+    "ENCRYPTED_SOURCE": "file", "CORRUPT_SOURCE": "file", "SOURCE_TOO_LARGE": "file", "ACTIVE_CONTENT": "file",
+    "INVALID_ENCODING": "file", "NO_TEXT_LAYER": "file", "UNSUPPORTED_MEDIA_TYPE": "file",
+    "CONTENT_AND_TEXT": "file",
 }
 
 
@@ -47,6 +61,7 @@ class FrontMatterError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key = key
+        self.message = message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +79,9 @@ class SourceFile:
     intents: list[str]
     locale: str
     source_uri: str
-    body: str
+    body: str  # Markdown text ("" when content is sent)
+    content: bytes = b""  # the original file (PDF, HTML)
+    media_type: str = MARKDOWN
 
     def request(self):
         from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
@@ -72,9 +89,11 @@ class SourceFile:
             document=common_pb2.Document(tenant_id=self.tenant, document_id=self.document_id,
                                          source_class=self.source_class, title=self.title,
                                          source_uri=self.source_uri),
-            text=self.body, status=VERSION_STATUS.number(self.status), valid_from=to_timestamp(self.valid_from),
-            valid_to=to_timestamp(self.valid_to), roles=self.roles, location_scope=self.location_scope,
-            intents=[INTENT.number(i) for i in self.intents], locale=self.locale)
+            text=self.body, content=self.content, media_type=self.media_type if self.content else "",
+            source_filename=self.path.name, status=VERSION_STATUS.number(self.status),
+            valid_from=to_timestamp(self.valid_from), valid_to=to_timestamp(self.valid_to), roles=self.roles,
+            location_scope=self.location_scope, intents=[INTENT.number(i) for i in self.intents],
+            locale=self.locale)
 
 
 def split_front_matter(raw: str) -> tuple[str, str]:
@@ -126,16 +145,23 @@ def _string_list(key: str, value) -> list[str]:
     return [v.strip() for v in value]
 
 
-def parse_file(path: Path) -> SourceFile:
-    try:
-        raw = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FrontMatterError("file", f"not UTF-8: {exc}") from exc
-    header, body = split_front_matter(raw)
-    try:
-        meta = yaml.safe_load(header) or {}
-    except yaml.YAMLError as exc:
-        raise FrontMatterError("front matter", f"malformed YAML: {exc}") from exc
+class SidecarError(FrontMatterError):
+    """The sidecar of a PDF/HTML file is missing or invalid: the message names both files."""
+
+    def __init__(self, sidecar: Path, key: str, message: str) -> None:
+        super().__init__(key, message)
+        self.sidecar = sidecar
+
+    def __str__(self) -> str:
+        return f"{self.sidecar.name}: {self.key}: {self.message}"
+
+
+def sidecar_of(path: Path) -> Path:
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def _metadata(meta) -> dict:
+    """The validated metadata keys of front matter or a sidecar (raises FrontMatterError)."""
     if not isinstance(meta, dict):
         raise FrontMatterError("front matter", "must be a mapping of keys to values")
     unknown = sorted(str(k) for k in meta if k not in REQUIRED + OPTIONAL)
@@ -158,25 +184,74 @@ def parse_file(path: Path) -> SourceFile:
     valid_to = _timestamp("valid_to", meta["valid_to"]) if meta.get("valid_to") is not None else None
     if valid_to is not None and valid_to <= valid_from:
         raise FrontMatterError("valid_to", "must be after valid_from")
-    if not body.strip():
-        raise FrontMatterError("body", "the document text after the front matter is empty")
     source_uri = meta.get("source_uri") or ""
     if not isinstance(source_uri, str):
         raise FrontMatterError("source_uri", "must be a string")
-    return SourceFile(
-        path=path, tenant=_string("tenant", meta["tenant"]), document_id=str(_string("document_id",
-                                                                                        meta["document_id"])),
+    return dict(
+        tenant=_string("tenant", meta["tenant"]), document_id=_string("document_id", meta["document_id"]),
         source_class=_string("source_class", meta["source_class"]), title=_string("title", meta["title"]),
         status=status, valid_from=valid_from, valid_to=valid_to, roles=roles,
         location_scope=_string_list("location_scope", meta.get("location_scope")), intents=intents,
-        locale=_string("locale", meta["locale"]), source_uri=source_uri, body=body)
+        locale=_string("locale", meta["locale"]), source_uri=source_uri)
+
+
+def _sidecar(path: Path) -> dict:
+    sidecar = sidecar_of(path)
+    if not sidecar.is_file():
+        raise SidecarError(sidecar, "file", f"missing: {path.name} needs its metadata in {sidecar.name} (the keys "
+                           "of the Markdown front matter)")
+    try:
+        meta = yaml.safe_load(sidecar.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise SidecarError(sidecar, "file", f"malformed YAML: {exc}") from exc
+    try:
+        return _metadata(meta if meta is not None else {})
+    except FrontMatterError as err:
+        raise SidecarError(sidecar, err.key, err.message) from err
+
+
+def parse_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
+    """One source file with its metadata, validated (raises FrontMatterError / SidecarError)."""
+    media_type = MEDIA_TYPES.get(path.suffix.lower())
+    if media_type is None:
+        raise FrontMatterError("file", f"unknown kind of file {path.suffix!r} (known: {', '.join(MEDIA_TYPES)})")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise FrontMatterError("file", f"{size / 2**20:.1f} MiB ({size} bytes) is over the limit of one source, "
+                               f"{max_bytes / 2**20:.0f} MiB (--max-bytes, the retrieval service's MAX_SOURCE_BYTES)")
+    if media_type != MARKDOWN:
+        meta = _sidecar(path)
+        content = path.read_bytes()
+        if not content.strip():
+            raise FrontMatterError("file", "the file is empty")
+        return SourceFile(path=path, body="", content=content, media_type=media_type, **meta)
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontMatterError("file", f"not UTF-8: {exc}") from exc
+    if not raw.lstrip("\ufeff").startswith("---") and sidecar_of(path).is_file():
+        meta, body = _sidecar(path), raw.lstrip("\ufeff")
+    else:
+        if sidecar_of(path).is_file():
+            raise SidecarError(sidecar_of(path), "file", f"{path.name} has front matter too: keep the metadata in one "
+                               "place")
+        header, body = split_front_matter(raw)
+        try:
+            parsed = yaml.safe_load(header) or {}
+        except yaml.YAMLError as exc:
+            raise FrontMatterError("front matter", f"malformed YAML: {exc}") from exc
+        meta = _metadata(parsed)
+    if not body.strip():
+        raise FrontMatterError("body", "the document text after the front matter is empty")
+    return SourceFile(path=path, body=body, **meta)
 
 
 def collect(paths: list[Path]) -> list[Path]:
+    """Files named, and the sources (Markdown, PDF, HTML) under folders named, recursively."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MEDIA_TYPES))
         else:
             files.append(path)
     return files
@@ -184,13 +259,15 @@ def collect(paths: list[Path]) -> list[Path]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "ingest", help="ingest Markdown files with YAML front matter into the retrieval service",
+        "ingest", help="ingest Markdown, PDF and HTML sources into the retrieval service",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (*.md, recursive)")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (*.md, *.pdf, *.html, recursive)")
     add_data_dir(parser)
     parser.add_argument("--target", help="retrieval service address (default: the local stack's)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per file (default 60)")
     parser.add_argument("--dry-run", action="store_true", help="validate the files only; send nothing")
+    parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                        help=f"largest source file sent (default {DEFAULT_MAX_BYTES // 2**20} MiB)")
     parser.set_defaults(func=run)
 
 
@@ -199,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
 
     files = collect(args.paths)
     if not files:
-        print("citetrace ingest: no Markdown files found", file=sys.stderr)
+        print("citetrace ingest: no Markdown, PDF or HTML files found", file=sys.stderr)
         return 1
     address = args.target or target(args.data_dir, "retrieval")
     failures = 0
@@ -208,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
         stub = pb_grpc.RetrievalServiceStub(channel)
         for path in files:
             try:
-                source = parse_file(path)
+                source = parse_file(path, args.max_bytes)
             except FrontMatterError as err:
                 failures += 1
                 print(f"{path}: FAILED {err}")
@@ -233,6 +310,9 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             except DomainError as err:
                 failures += 1
+                if err.code == Code.RESOURCE_EXHAUSTED:
+                    print(f"{path}: FAILED file: the retrieval service refused a message this large ({err.message})")
+                    continue
                 print(f"{path}: FAILED {REASON_KEYS.get(err.reason, 'request')}: {err.reason}: {err.message}")
                 continue
             state = "created" if reply.created else "unchanged"
@@ -240,6 +320,31 @@ def run(args: argparse.Namespace) -> int:
                 if reply.superseded_version_ids else ""
             print(f"{path}: {state} document={source.document_id} version={reply.version.version_id[:12]} "
                   f"passages={len(reply.passages)} status={source.status}{extra}")
+            for line in report_lines(reply.extraction):
+                print(f"    {line}")
     total = len(files)
     print(f"ingest: {total - failures} of {total} file(s) ok, {failures} failed", file=sys.stderr)
     return 1 if failures else 0
+
+
+def report_lines(report) -> list[str]:
+    """The extraction report of a PDF/HTML ingest: pages, what could not be captured, and the
+    passages that wait for a policy admin (`citetrace passages approve`)."""
+    if not report.media_type or report.media_type == MARKDOWN:
+        return []
+    from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
+
+    lines = [f"{report.media_type}, source sha256 {report.source_sha256[:12]}, extraction {report.extraction_version}"]
+    if report.pages:
+        unverified = [str(p.viewer_page) for p in report.pages if not p.verified]
+        lines.append(f"{len(report.pages)} page(s); labels "
+                     + ", ".join(f"{p.viewer_page}:{p.page_label or '-'}" for p in report.pages)
+                     + (f"; not verified on viewer page(s) {', '.join(unverified)}" if unverified else ""))
+    for issue in report.issues:
+        kind = pb.ExtractionIssueKind.Name(issue.kind).removeprefix("EXTRACTION_ISSUE_KIND_")
+        lines.append(f"{kind}: {issue.message}")
+    if report.passages_needing_review:
+        lines.append(f"{len(report.passages_needing_review)} passage(s) await review and are not evidence until "
+                     "approved: citetrace passages approve --tenant TENANT "
+                     + " ".join(report.passages_needing_review))
+    return lines

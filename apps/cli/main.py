@@ -12,6 +12,7 @@ COMMAND_MODULES = (
     "apps.cli.stack",
     "apps.cli.token",
     "apps.cli.ingest",
+    "apps.cli.passages",
     "apps.cli.slots",
     "apps.cli.appointments",
     "apps.cli.ask",

@@ -36,6 +36,7 @@ AUTHORITY_MISMATCH = "AUTHORITY_MISMATCH"
 SCOPE_VIOLATION = "SCOPE_VIOLATION"
 CHECK_UNAVAILABLE = "CHECK_UNAVAILABLE"
 UNSUPPORTED_CLAIM = "UNSUPPORTED_CLAIM"
+PASSAGE_NEEDS_REVIEW = "PASSAGE_NEEDS_REVIEW"
 
 SUPPORTED, UNSUPPORTED, UNRESOLVED = support_mod.SUPPORTED, support_mod.UNSUPPORTED, support_mod.UNRESOLVED
 
@@ -55,6 +56,14 @@ class OfferedPassage:
     source_anchor: str = ""
     source_class: str = ""
     text: str = ""
+    page_start: int = 0
+    page_end: int = 0
+    page_label_start: str = ""
+    page_label_end: str = ""
+
+    @property
+    def pages(self) -> tuple[int, int, str, str]:
+        return self.page_start, self.page_end, self.page_label_start, self.page_label_end
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +94,15 @@ class StoredPassage:
     superseded_by: str = ""
     title: str = ""
     heading_context: str = ""
+    page_start: int = 0
+    page_end: int = 0
+    page_label_start: str = ""
+    page_label_end: str = ""
+    review_state: str = ""  # NOT_REQUIRED | PENDING | APPROVED ("" = unknown: treated as not required)
+
+    @property
+    def pages(self) -> tuple[int, int, str, str]:
+        return self.page_start, self.page_end, self.page_label_start, self.page_label_end
 
 
 class StoreUnavailable(Exception):
@@ -127,6 +145,10 @@ class Citation:
     source_class: str
     link: str
     title: str
+    page_start: int = 0
+    page_end: int = 0
+    page_label_start: str = ""
+    page_label_end: str = ""
 
 
 @dataclasses.dataclass
@@ -155,6 +177,13 @@ _RULE_WORDS = frozenset({
     "cancel", "cancellation", "reschedule", "rescheduled", "arrive", "arrival", "bring", "fast", "fasting",
     "never", "only", "always", "allowed", "available", "book", "booked", "accepts", "accepted",
 })
+
+
+def _pages(pages: tuple[int, int, str, str]) -> str:
+    start, end, label_start, label_end = pages
+    if start <= 0:
+        return "no page"
+    return f"viewer pages {start}-{end} (labels {label_start!r}-{label_end!r})"
 
 
 def states_rule(text: str) -> bool:
@@ -305,6 +334,10 @@ class Validator:
             findings.append(Finding(LOCATOR_MISMATCH, label, pid,
                                     f"{label} points to chars {item.start}-{item.end} ({item.source_anchor!r}); the "
                                     f"store has {stored.start}-{stored.end} ({stored.source_anchor!r})"))
+        elif stored.pages != item.pages:
+            findings.append(Finding(LOCATOR_MISMATCH, label, pid,
+                                    f"{label} points to {_pages(item.pages)}; the store has this passage on "
+                                    f"{_pages(stored.pages)}"))
         elif not findings and passage_id_of(item.tenant_id, item.document_id, item.version_id, item.start,
                                             item.end) != pid:
             findings.append(Finding(LOCATOR_MISMATCH, label, pid,
@@ -315,6 +348,10 @@ class Validator:
             findings.append(Finding(SPAN_DIGEST_MISMATCH, label, pid,
                                     f"sha256 of the reloaded span is {reloaded_digest[:12]}…; offered digest "
                                     f"{item.content_sha256[:12]}…, offered text {sha256_hex(item.text)[:12]}…"))
+        if stored.review_state == "PENDING":
+            findings.append(Finding(PASSAGE_NEEDS_REVIEW, label, pid,
+                                    f"{label} awaits review (its extraction could not capture its context) and is "
+                                    "not evidence until a policy admin approves it"))
         if stored.status != APPROVED:
             findings.append(Finding(STALE_VERSION, label, pid,
                                     f"version {stored.version_id[:12]}… is {stored.status.lower() or 'of unknown status'}"
@@ -356,7 +393,8 @@ class Validator:
                 citations.append(Citation(
                     label, stored.passage_id, stored.document_id, stored.version_id, stored.start, stored.end,
                     stored.content_sha256, stored.source_anchor, stored.source_class,
-                    pinned_link(stored.document_id, stored.version_id, stored.start, stored.end), stored.title))
+                    pinned_link(stored.document_id, stored.version_id, stored.start, stored.end,
+                                page=stored.page_start), stored.title, *stored.pages))
                 evidence.append(support_mod.Evidence(stored.text, f"{stored.title} {stored.heading_context}"))
         if unavailable:
             verdict, score, reason = UNRESOLVED, 0.0, "a check could not run: the store of record was unavailable"

@@ -56,7 +56,8 @@ def to_domain(request: pb.ValidateRequest, max_claims: int, max_offered: int):
             label=item.label, passage_id=ident.passage_id, tenant_id=ident.tenant_id,
             document_id=ident.document_id, version_id=ident.version_id, start=ident.start, end=ident.end,
             content_sha256=ident.content_sha256, source_anchor=ident.source_anchor,
-            source_class=ident.source_class, text=item.passage.text,
+            source_class=ident.source_class, text=item.passage.text, page_start=ident.page_start,
+            page_end=ident.page_end, page_label_start=ident.page_label_start, page_label_end=ident.page_label_end,
         ))
     as_of = field_time(request, "as_of")
     return claims, offered, as_of

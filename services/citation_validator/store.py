@@ -17,6 +17,12 @@ from services.citation_validator.core import Loaded, StoredPassage, StoreUnavail
 
 BATCH = 20
 
+_REVIEW = {
+    common_pb2.REVIEW_STATE_NOT_REQUIRED: "NOT_REQUIRED",
+    common_pb2.REVIEW_STATE_PENDING: "PENDING",
+    common_pb2.REVIEW_STATE_APPROVED: "APPROVED",
+}
+
 
 def stored_from_proto(passage: common_pb2.Passage, version: common_pb2.DocumentVersion | None) -> StoredPassage:
     ident = passage.identity
@@ -33,7 +39,9 @@ def stored_from_proto(passage: common_pb2.Passage, version: common_pb2.DocumentV
         version_id=ident.version_id, start=ident.start, end=ident.end, content_sha256=ident.content_sha256,
         source_anchor=ident.source_anchor, source_class=source_class, text=passage.text, status=status,
         valid_from=valid_from, valid_to=valid_to, superseded_by=superseded, title=title,
-        heading_context=passage.heading_context,
+        heading_context=passage.heading_context, page_start=ident.page_start, page_end=ident.page_end,
+        page_label_start=ident.page_label_start, page_label_end=ident.page_label_end,
+        review_state=_REVIEW.get(passage.review_state, ""),
     )
 
 

@@ -71,7 +71,8 @@ def identity_from_pb(ident: c_pb.PassageIdentity) -> m.PassageIdentity:
         passage_id=ident.passage_id, tenant_id=ident.tenant_id, document_id=ident.document_id,
         version_id=ident.version_id, start=ident.start, end=ident.end, content_sha256=ident.content_sha256,
         source_anchor=ident.source_anchor, source_class=ident.source_class,
-        extraction_version=ident.extraction_version)
+        extraction_version=ident.extraction_version, page_start=ident.page_start, page_end=ident.page_end,
+        page_label_start=ident.page_label_start, page_label_end=ident.page_label_end)
 
 
 def identity_pb(ident: m.PassageIdentity) -> c_pb.PassageIdentity:
@@ -79,7 +80,8 @@ def identity_pb(ident: m.PassageIdentity) -> c_pb.PassageIdentity:
         passage_id=ident.passage_id, tenant_id=ident.tenant_id, document_id=ident.document_id,
         version_id=ident.version_id, start=ident.start, end=ident.end, content_sha256=ident.content_sha256,
         source_anchor=ident.source_anchor, source_class=ident.source_class,
-        extraction_version=ident.extraction_version)
+        extraction_version=ident.extraction_version, page_start=ident.page_start, page_end=ident.page_end,
+        page_label_start=ident.page_label_start, page_label_end=ident.page_label_end)
 
 
 def passage_from_pb(passage: c_pb.Passage) -> m.Passage:
@@ -160,14 +162,16 @@ def versions_from_pb(reply: ret_pb.GetPassagesResponse) -> list[m.VersionInfo]:
 
 def citation_from_pb(c: c_pb.Citation) -> m.Citation:
     return m.Citation(c.label, c.passage_id, c.document_id, c.version_id, c.start, c.end, c.content_sha256,
-                      c.source_anchor, c.source_class, c.link, c.title)
+                      c.source_anchor, c.source_class, c.link, c.title, c.page_start, c.page_end,
+                      c.page_label_start, c.page_label_end)
 
 
 def citation_pb(c: m.Citation) -> c_pb.Citation:
     return c_pb.Citation(
         label=c.label, passage_id=c.passage_id, document_id=c.document_id, version_id=c.version_id, start=c.start,
         end=c.end, content_sha256=c.content_sha256, source_anchor=c.source_anchor, source_class=c.source_class,
-        link=c.link, title=c.title)
+        link=c.link, title=c.title, page_start=c.page_start, page_end=c.page_end,
+        page_label_start=c.page_label_start, page_label_end=c.page_label_end)
 
 
 # -- generation and validation ---------------------------------------------------------------------

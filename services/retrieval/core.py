@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import re
 import threading
@@ -53,7 +54,9 @@ from citetrace.vocab import (
     VERSION_STATUSES,
 )
 
-from services.retrieval.chunker import MarkdownChunker, normalize_text
+from services.retrieval.chunker import MarkdownChunker
+from services.retrieval.extract import MARKDOWN, Extraction, Extractors, SourceError, default_extractors
+from services.retrieval.extract.base import ExtractionIssue, PageInfo
 from services.retrieval.index import (
     BM25Settings,
     EmbeddedIndex,
@@ -66,7 +69,10 @@ from services.retrieval.index import (
 from services.retrieval.index.base import SearchBackend
 from services.retrieval.settings import Settings
 from services.retrieval.store.records import (
+    NOT_REQUIRED,
+    PENDING,
     DocumentRecord,
+    ExtractionRecord,
     IngestOutcome,
     PassageRecord,
     VersionBundle,
@@ -93,6 +99,10 @@ class IngestCommand:
     location_scope: tuple[str, ...]
     intents: tuple[str, ...]
     locale: str
+    # The original file instead of `text` (PDF, HTML, Markdown bytes), its media type and name.
+    content: bytes = b""
+    media_type: str = ""
+    filename: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +246,8 @@ class _Prepared:
     text: str
     passages: list[PassageRecord]
     explicit_valid_from: bool
+    extraction: Extraction
+    extraction_record: ExtractionRecord
     vectors: np.ndarray | None = None
 
 
@@ -263,8 +275,9 @@ def embedding_text(heading_context: str, text: str) -> str:
 
 class RetrievalCore:
     def __init__(self, settings: Settings, *, store: Store | None = None, backend: SearchBackend | None = None,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, extractors: Extractors | None = None) -> None:
         self.settings = settings
+        self.extractors = extractors or default_extractors(settings.max_source_pages)
         self.backend = backend or make_backend(settings)
         self.store = store or Store(settings.resolved_database_url(), settings.sqlite_synchronous)
         self.embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens)
@@ -294,6 +307,7 @@ class RetrievalCore:
         """Migrations, model check, and the index rebuilt from the store of record."""
         self.open_store()
         self.embedder.warm_up()
+        self.extractors.warm_up()
         self.cache = EmbeddingCache(self.settings.resolved_cache_path())
         self.rebuild_index()
         self._ready = True
@@ -394,21 +408,29 @@ class RetrievalCore:
                         vectors: np.ndarray | None = None) -> None:
         """Updates the derived views for versions and upserts their passages in ONE backend call
         (`vectors`, when given, are those of every passage of `items` in order)."""
-        indexable, inputs = [], []
+        indexable, inputs, known = [], [], []
+        offset = 0
         for version, text, passages in items:
             self._versions[(version.tenant_id, version.version_id)] = version
             self._tenants.add(version.tenant_id)
             for p in passages:
                 self._passages[p.passage_id] = (p, text[p.start:p.end])
-            if version.never_effective or not passages:
+            rows = range(offset, offset + len(passages))
+            offset += len(passages)
+            # A passage awaiting review is stored and readable, never searchable (not evidence).
+            eligible = [(p, row) for p, row in zip(passages, rows, strict=True) if p.eligible]
+            if version.never_effective or not eligible:
                 self.backend.remove_version(version.tenant_id, version.version_id)
                 continue
-            for p in passages:
+            for p, row in eligible:
                 indexable.append((version, p))
                 inputs.append(embedding_text(p.heading_context, text[p.start:p.end]))
+                known.append(row)
         if not indexable:
             return
-        if vectors is None or len(vectors) != len(indexable):
+        if vectors is not None and len(vectors) == offset:
+            vectors = vectors[known]
+        else:
             vectors = self._embed(inputs)
         report = self.backend.upsert(
             IndexedPassage(
@@ -482,13 +504,16 @@ class RetrievalCore:
                     try:
                         outcome = self.store.ingest(item.document, item.version, item.text, item.passages,
                                                     item.version.ingested_at,
-                                                    compare_valid_from=item.explicit_valid_from)
+                                                    compare_valid_from=item.explicit_valid_from,
+                                                    extraction=item.extraction_record)
                     except VersionConflict as err:
                         results.append(FailedPrecondition(err.reason, err.message))
                         continue
                     except IntegrityFailure as failure:  # the stored version was changed outside the service
                         results.append(self._refuse(failure))
                         continue
+                    outcome = dataclasses.replace(outcome, extraction=item.extraction,
+                                                  extraction_version=item.version.extraction_version)
                     results.append(outcome)
                     if outcome.created or outcome.reextracted:
                         if outcome.reextracted:
@@ -529,13 +554,8 @@ class RetrievalCore:
                                   f"document.source_class {doc.source_class!r} is not one of {', '.join(SOURCE_CLASSES)}")
         if not doc.title.strip():
             raise InvalidArgument("MISSING_TITLE", "document.title is required")
-        if not cmd.text.strip():
-            raise InvalidArgument("EMPTY_TEXT", "text must contain non-whitespace characters")
-        if len(cmd.text) > self.settings.max_document_chars:
-            raise InvalidArgument("TEXT_TOO_LONG",
-                                  f"text has {len(cmd.text)} characters; the limit is {self.settings.max_document_chars}")
-        if "\x00" in cmd.text:
-            raise InvalidArgument("INVALID_TEXT", "text must not contain NUL characters")
+        if cmd.text and cmd.content:
+            raise InvalidArgument("CONTENT_AND_TEXT", "give the document as text or as content (a file), not both")
         status = cmd.status or APPROVED
         if status not in VERSION_STATUSES:
             raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
@@ -554,25 +574,100 @@ class RetrievalCore:
         if cmd.valid_to is not None and cmd.valid_to <= valid_from:
             raise InvalidArgument("INVALID_VALIDITY_WINDOW", "valid_to must be after valid_from")
 
-        text = normalize_text(cmd.text)
+        source, media_type, filename = self._source(cmd)
+        source_sha256 = hashlib.sha256(source).hexdigest()
+        extraction_version = self._extraction_version(media_type, filename)
+        extraction = self._extract(doc, source, source_sha256, media_type, filename, extraction_version)
+        text = extraction.text
+        if not text.strip():
+            raise InvalidArgument("EMPTY_TEXT", f"{filename}: the extracted text is empty")
+        if len(text) > self.settings.max_document_chars:
+            raise InvalidArgument("TEXT_TOO_LONG", f"{filename}: the text has {len(text)} characters; the limit is "
+                                  f"{self.settings.max_document_chars}")
+        if "\x00" in text:
+            raise InvalidArgument("INVALID_TEXT", "text must not contain NUL characters")
         version_id = version_id_of(text)
-        chunks = self.chunker.chunk(text)
-        extraction = self.chunker.extraction_version
-        passages = [
-            PassageRecord(
+        barriers = tuple(x for span in extraction.review_spans for x in (span.start, span.end))
+        passages = []
+        for i, c in enumerate(self.chunker.chunk(text, barriers)):
+            pages = extraction.page_span(c.start, c.end)
+            reason = extraction.review_reason(c.start, c.end)
+            passages.append(PassageRecord(
                 passage_id=passage_id_of(doc.tenant_id, doc.document_id, version_id, c.start, c.end),
                 tenant_id=doc.tenant_id, document_id=doc.document_id, version_id=version_id, ordinal=i,
                 start=c.start, end=c.end, content_sha256=sha256_hex(text[c.start:c.end]),
-                source_anchor=c.source_anchor, heading_context=c.heading_context, extraction_version=extraction)
-            for i, c in enumerate(chunks)]
+                source_anchor=c.source_anchor, heading_context=c.heading_context,
+                extraction_version=extraction_version,
+                page_start=pages.first if pages else 0, page_end=pages.last if pages else 0,
+                page_label_start=pages.first_label if pages else "", page_label_end=pages.last_label if pages else "",
+                review_state=PENDING if reason else NOT_REQUIRED, review_reason=reason))
         version = VersionRecord(
             tenant_id=doc.tenant_id, document_id=doc.document_id, version_id=version_id,
             source_class=doc.source_class, title=doc.title.strip(), source_uri=doc.source_uri, status=status,
             valid_from=valid_from, valid_to=cmd.valid_to, roles=tuple(sorted(set(cmd.roles))),
             location_scope=tuple(sorted(set(cmd.location_scope))), intents=tuple(sorted(set(cmd.intents))),
-            locale=locale, extraction_version=extraction, ingested_at=now, text_length=len(text))
+            locale=locale, extraction_version=extraction_version, ingested_at=now, text_length=len(text),
+            source_sha256=source_sha256, media_type=media_type, page_count=len(extraction.pages))
+        record = ExtractionRecord(
+            tenant_id=doc.tenant_id, version_id=version_id, extraction_version=extraction_version,
+            source_sha256=source_sha256, media_type=media_type, page_map=[p.to_dict() for p in extraction.pages],
+            issues=[i.to_dict() for i in extraction.issues])
         return _Prepared(document=doc, version=version, text=text, passages=passages,
-                         explicit_valid_from=cmd.valid_from is not None)
+                         explicit_valid_from=cmd.valid_from is not None, extraction=extraction,
+                         extraction_record=record)
+
+    def _source(self, cmd: IngestCommand) -> tuple[bytes, str, str]:
+        """(original bytes, media type, file name for messages) of an ingest command."""
+        filename = cmd.filename or cmd.document.document_id
+        if cmd.content:
+            if len(cmd.content) > self.settings.max_source_bytes:
+                raise InvalidArgument("SOURCE_TOO_LARGE", f"{filename}: {len(cmd.content)} bytes; the limit of one "
+                                      f"source is {self.settings.max_source_bytes} bytes (MAX_SOURCE_BYTES)")
+            if not cmd.media_type:
+                raise InvalidArgument("MISSING_MEDIA_TYPE", f"{filename}: content needs its media_type "
+                                      f"({', '.join(self.extractors.media_types)})")
+            return cmd.content, cmd.media_type, filename
+        if not cmd.text.strip():
+            raise InvalidArgument("EMPTY_TEXT", "text must contain non-whitespace characters")
+        if cmd.media_type not in ("", MARKDOWN):
+            raise InvalidArgument("UNSUPPORTED_MEDIA_TYPE", f"{filename}: text is Markdown; send a "
+                                  f"{cmd.media_type} file as content")
+        return cmd.text.encode("utf-8"), MARKDOWN, filename
+
+    def _extraction_version(self, media_type: str, filename: str) -> str:
+        """The extractor's version, then the chunker's (a Markdown version keeps the chunker's alone)."""
+        try:
+            extractor_version = self.extractors.get(media_type, filename).version
+        except SourceError as err:
+            raise InvalidArgument(err.reason, err.message) from err
+        chunker = self.chunker.extraction_version
+        return f"{extractor_version};{chunker}" if extractor_version else chunker
+
+    def _extract(self, doc: DocumentRecord, source: bytes, source_sha256: str, media_type: str, filename: str,
+                 extraction_version: str) -> Extraction:
+        """The extraction of these bytes: the stored one when this extractor already read them for
+        this document (nothing is extracted twice), else a new one. Refusals name the file."""
+        if media_type != MARKDOWN:
+            known = self.store.find_extraction(doc.tenant_id, doc.document_id, source_sha256, extraction_version)
+            if known is not None:
+                record, text = known
+                if version_id_of(text) == record.version_id:
+                    return self._stored_extraction(doc.tenant_id, record, text)
+        try:
+            with stage(SERVICE, "retrieval.extract", media_type=media_type, bytes=len(source)):
+                return self.extractors.get(media_type, filename).extract(source, filename)
+        except SourceError as err:
+            raise InvalidArgument(err.reason, err.message, file=filename) from err
+
+    def _stored_extraction(self, tenant_id: str, record: ExtractionRecord, text: str) -> Extraction:
+        """An extraction read back from the store, its review spans from the stored passages."""
+        from services.retrieval.extract.base import ReviewSpan
+
+        spans = tuple(ReviewSpan(p.start, p.end, p.review_reason)
+                      for p in self.store.active_passages(tenant_id, record.version_id) if p.review_reason)
+        return Extraction(text=text, media_type=record.media_type,
+                          pages=tuple(PageInfo.from_dict(p) for p in record.page_map),
+                          issues=tuple(ExtractionIssue.from_dict(i) for i in record.issues), review_spans=spans)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -609,6 +704,34 @@ class RetrievalCore:
         if before.status != after.status:
             self._version_events_queued()
         return after
+
+    # --- review of passages an extraction could not fully capture ----------------------------
+
+    def approve_passages(self, principal: Principal, passage_ids: list[str]) -> list[ReadPassage]:
+        """ApprovePassages: passages awaiting review become eligible evidence (and searchable)."""
+        self._require_admin(principal)
+        ids = list(dict.fromkeys(passage_ids))
+        if not ids:
+            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids")
+        if len(ids) > self.settings.max_passages_per_request:
+            raise InvalidArgument("TOO_MANY_PASSAGES",
+                                  f"at most {self.settings.max_passages_per_request} passages per request")
+        with self._write_lock:
+            found, missing, not_under_review = self.store.approve_passages(principal.tenant_id, ids,
+                                                                           principal.subject, utcnow())
+            if missing:  # nothing was approved: all or none
+                raise NotFound("PASSAGE_NOT_FOUND", f"no passage {missing[0]} in the caller's tenant",
+                               passage_id=missing[0])
+            if not_under_review:
+                raise FailedPrecondition("PASSAGE_NOT_UNDER_REVIEW",
+                                         f"passage {not_under_review[0]} was never marked for review",
+                                         passage_id=not_under_review[0])
+            for version_id in sorted({p.version_id for p in found}):
+                version = self.store.get_version(principal.tenant_id, version_id)
+                if version is not None:
+                    self._refresh_version(version)
+        reads, _ = self.get_passages(principal, ids, [])
+        return reads
 
     # --- search -------------------------------------------------------------------------------
 

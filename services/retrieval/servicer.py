@@ -24,8 +24,17 @@ from services.retrieval.core import (
     SearchResult,
     SpanRequest,
 )
+from services.retrieval.extract.base import LABEL_FROM_PAGE_TEXT, LABEL_FROM_TREE, LABEL_NONE
 from services.retrieval.settings import Settings
-from services.retrieval.store.records import DocumentRecord, PassageRecord, VersionRecord
+from services.retrieval.store.records import (
+    NOT_REQUIRED,
+    PENDING,
+    REVIEW_APPROVED,
+    DocumentRecord,
+    IngestOutcome,
+    PassageRecord,
+    VersionRecord,
+)
 from services.retrieval.trace_notify import TraceVersionEventSender
 from services.retrieval.version_events import VersionEventRelay
 
@@ -36,6 +45,16 @@ _MODES = {
     pb.SEARCH_MODE_HYBRID: "hybrid",
     pb.SEARCH_MODE_LEXICAL: "lexical",
     pb.SEARCH_MODE_VECTOR: "vector",
+}
+_REVIEW_TO_PB = {
+    NOT_REQUIRED: common_pb2.REVIEW_STATE_NOT_REQUIRED,
+    PENDING: common_pb2.REVIEW_STATE_PENDING,
+    REVIEW_APPROVED: common_pb2.REVIEW_STATE_APPROVED,
+}
+_LABEL_SOURCE = {
+    LABEL_FROM_TREE: pb.PAGE_LABEL_SOURCE_TREE,
+    LABEL_FROM_PAGE_TEXT: pb.PAGE_LABEL_SOURCE_PAGE_TEXT,
+    LABEL_NONE: pb.PAGE_LABEL_SOURCE_NONE,
 }
 _MODE_TO_PB = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_LEXICAL, "vector": pb.SEARCH_MODE_VECTOR}
 
@@ -94,6 +113,9 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             location_scope=tuple(request.location_scope),
             intents=intent_names(request.intents),
             locale=request.locale,
+            content=request.content,
+            media_type=request.media_type,
+            filename=request.source_filename,
         )
         outcome = self._core().ingest(current_principal(), cmd)
         return pb.IngestDocumentResponse(
@@ -101,7 +123,14 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             passages=[identity_to_proto(p, outcome.version) for p in outcome.passages],
             created=outcome.created,
             superseded_version_ids=[v.version_id for v in outcome.superseded],
+            extraction=report_to_proto(outcome),
         )
+
+    def ApprovePassages(self, request, context):
+        if not request.passage_ids:
+            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids")
+        passages = self._core().approve_passages(current_principal(), list(request.passage_ids))
+        return pb.ApprovePassagesResponse(passages=[read_to_proto(p) for p in passages])
 
     def SetVersionStatus(self, request, context):
         version = self._core().set_status(current_principal(), request.version_id, status_name(request.status))
@@ -159,6 +188,9 @@ def version_to_proto(v: VersionRecord) -> common_pb2.DocumentVersion:
         ingested_at=to_timestamp(v.ingested_at),
         text_length=v.text_length,
         superseded_by_version_id=v.superseded_by_version_id or "",
+        source_sha256=v.source_sha256,
+        media_type=v.media_type,
+        page_count=v.page_count,
     )
 
 
@@ -166,12 +198,35 @@ def identity_to_proto(p: PassageRecord, v: VersionRecord) -> common_pb2.PassageI
     return common_pb2.PassageIdentity(
         passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id, version_id=p.version_id,
         start=p.start, end=p.end, content_sha256=p.content_sha256, source_anchor=p.source_anchor,
-        source_class=v.source_class, extraction_version=p.extraction_version)
+        source_class=v.source_class, extraction_version=p.extraction_version, page_start=p.page_start,
+        page_end=p.page_end, page_label_start=p.page_label_start, page_label_end=p.page_label_end)
 
 
 def passage_to_proto(p: PassageRecord, text: str, v: VersionRecord) -> common_pb2.Passage:
     return common_pb2.Passage(identity=identity_to_proto(p, v), text=text, heading_context=p.heading_context,
-                              title=v.title, locale=v.locale)
+                              title=v.title, locale=v.locale, review_state=_REVIEW_TO_PB[p.review_state],
+                              review_reason=p.review_reason)
+
+
+def report_to_proto(outcome: IngestOutcome) -> pb.ExtractionReport:
+    extraction = outcome.extraction
+    v = outcome.version
+    report = pb.ExtractionReport(
+        source_sha256=v.source_sha256, media_type=extraction.media_type if extraction else v.media_type,
+        extraction_version=outcome.extraction_version or v.extraction_version,
+        passages_needing_review=[p.passage_id for p in outcome.passages if p.review_state == PENDING])
+    if extraction is None:
+        return report
+    for page in extraction.pages:
+        report.pages.add(
+            viewer_page=page.viewer_page, page_label=page.label, label_source=_LABEL_SOURCE[page.label_source],
+            tree_label=page.tree_label or "", has_tree_label=page.tree_label is not None,
+            printed_label=page.printed_label, verified=page.verified, has_text_layer=page.has_text_layer,
+            start=page.start, end=page.end)
+    for issue in extraction.issues:
+        report.issues.add(kind=pb.ExtractionIssueKind.Value(f"EXTRACTION_ISSUE_KIND_{issue.kind}"),
+                          message=issue.message, viewer_page=issue.viewer_page)
+    return report
 
 
 def read_to_proto(r: ReadPassage) -> common_pb2.Passage:
@@ -212,4 +267,7 @@ def build_spec(settings: Settings, core: RetrievalCore | None = None, auth: Auth
         full_name=pb.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
         servicer=RetrievalServicer(core or RetrievalCore(settings), auth),
         register=pb_grpc.add_RetrievalServiceServicer_to_server,
+        # A whole source file in one IngestDocument; the core refuses more than max_source_bytes
+        # with SOURCE_TOO_LARGE naming the file, the transport anything beyond that margin.
+        max_receive_message_bytes=settings.max_source_bytes + 1024 * 1024,
     )

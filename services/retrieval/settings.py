@@ -92,6 +92,10 @@ class Settings(ServerSettings):
     max_k: int = 50
     max_query_chars: int = 2000
     max_document_chars: int = 1_000_000
+    # Sources sent as files (IngestDocument.content): the largest accepted (the gRPC message limit of
+    # the service is raised to fit it) and the most pages of a PDF.
+    max_source_bytes: int = 32 * 1024 * 1024
+    max_source_pages: int = 2000
     max_passages_per_request: int = 200
     default_page_size: int = 50
     max_page_size: int = 500
@@ -123,6 +127,8 @@ class Settings(ServerSettings):
         require(self.candidate_k >= self.max_k, "candidate_k must be >= max_k")
         require(self.max_query_chars >= 1, "max_query_chars must be >= 1")
         require(self.max_document_chars >= 1, "max_document_chars must be >= 1")
+        require(1024 <= self.max_source_bytes <= 1024 * 1024 * 1024, "max_source_bytes must be in 1 KiB..1 GiB")
+        require(self.max_source_pages >= 1, "max_source_pages must be >= 1")
         require(1 <= self.default_page_size <= self.max_page_size, "need 1 <= default_page_size <= max_page_size")
         if self.backend == "opensearch":
             self.opensearch_config()  # validates hosts, auth, TLS files, prefix, timeouts

@@ -47,6 +47,8 @@ class ServiceSpec:
     full_name: str  # e.g. "citetrace.retrieval.v1.RetrievalService"
     servicer: Any  # may define warm_up() and close()
     register: Callable[[Any, grpc.Server], None]  # the generated add_XServicer_to_server
+    # Largest request message accepted (gRPC's default is 4 MiB; retrieval takes whole files).
+    max_receive_message_bytes: int = 4 * 1024 * 1024
 
 
 def error_status(domain: str, code: Code, reason: str, message: str, metadata: dict[str, str]) -> grpc.Status:
@@ -128,7 +130,8 @@ class ServiceRunner:
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix=self.spec.name),
             interceptors=[otel_server_interceptor(), KitInterceptor(self.spec.name, self._verifier)],
-            options=[("grpc.so_reuseport", 0)],
+            options=[("grpc.so_reuseport", 0),
+                     ("grpc.max_receive_message_length", self.spec.max_receive_message_bytes)],
         )
         self.spec.register(self.spec.servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)

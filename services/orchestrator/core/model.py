@@ -162,6 +162,11 @@ class PassageIdentity:
     source_anchor: str = ""
     source_class: str = ""
     extraction_version: str = ""
+    # Pages of a paged source (viewer indexes, 0 = none) and their printed labels (issue 19).
+    page_start: int = 0
+    page_end: int = 0
+    page_label_start: str = ""
+    page_label_end: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -261,6 +266,10 @@ class Citation:
     source_class: str = ""
     link: str = ""
     title: str = ""
+    page_start: int = 0
+    page_end: int = 0
+    page_label_start: str = ""
+    page_label_end: str = ""
 
 
 # -- generation and validation ---------------------------------------------------------------------

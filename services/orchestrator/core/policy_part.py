@@ -52,7 +52,9 @@ def citation_for(label: str, hit: Hit) -> Citation:
     ident = hit.passage.identity
     return Citation(label, ident.passage_id, ident.document_id, ident.version_id, ident.start, ident.end,
                     ident.content_sha256, ident.source_anchor, ident.source_class,
-                    pinned_link(ident.document_id, ident.version_id, ident.start, ident.end), hit.passage.title)
+                    pinned_link(ident.document_id, ident.version_id, ident.start, ident.end, page=ident.page_start),
+                    hit.passage.title, ident.page_start, ident.page_end, ident.page_label_start,
+                    ident.page_label_end)
 
 
 def policy_link(hits: tuple[Hit, ...]) -> str:

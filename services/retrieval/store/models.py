@@ -93,6 +93,10 @@ class VersionRow(Base):
     passages_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     signing_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     signature: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Migration 0004 (NULL on older rows: Markdown, digest not recorded, no pages).
+    source_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    media_type: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    page_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class PassageRow(Base):
@@ -116,6 +120,37 @@ class PassageRow(Base):
     extraction_version: Mapped[str] = mapped_column(String(128))
     # False once a later extraction of the same version replaced it (kept for old traces).
     active: Mapped[bool] = mapped_column(Boolean)
+    # Migration 0004: viewer pages and printed labels (NULL: no pages); review state (NULL: none needed).
+    page_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    page_end: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    page_label_start: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    page_label_end: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    review_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    review_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reviewed_by: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    reviewed_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class ExtractionRow(Base):
+    """One extraction of a version's source: which bytes (source_sha256), which extractor, and what
+    it found (page map, issues). Several extractions can share a version (same text) or a source
+    (same bytes, different text); none is ever rewritten (migration 0004)."""
+
+    __tablename__ = "ret_extractions"
+    __table_args__ = (
+        ForeignKeyConstraint(["tenant_id", "version_id"], ["ret_versions.tenant_id", "ret_versions.version_id"]),
+        Index("ix_ret_extractions_source", "tenant_id", "document_id", "source_sha256", "extraction_version"),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    version_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    extraction_version: Mapped[str] = mapped_column(String(128), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(256))
+    source_sha256: Mapped[str] = mapped_column(String(64))
+    media_type: Mapped[str] = mapped_column(String(64))
+    page_map: Mapped[list] = mapped_column(JSON)
+    issues: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class VersionEventOutboxRow(Base):

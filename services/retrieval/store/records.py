@@ -10,6 +10,10 @@ from citetrace.vocab import APPROVED
 
 from .sealing import Seal
 
+# Review states of a passage (an extraction that could not capture its context marks it PENDING).
+NOT_REQUIRED, PENDING, REVIEW_APPROVED = "not_required", "pending", "approved"
+MARKDOWN = "text/markdown"
+
 
 @dataclasses.dataclass(frozen=True)
 class DocumentRecord:
@@ -41,6 +45,9 @@ class VersionRecord:
     superseded_by_version_id: str | None = None
     # The signed statement of this state (store/sealing.py); None on rows stored before signing.
     seal: Seal | None = None
+    source_sha256: str = ""  # "" on versions stored before digests were recorded
+    media_type: str = MARKDOWN
+    page_count: int = 0
 
     @property
     def never_effective(self) -> bool:
@@ -62,6 +69,30 @@ class PassageRecord:
     heading_context: str
     extraction_version: str
     active: bool = True
+    page_start: int = 0  # viewer pages (0: the source has no pages)
+    page_end: int = 0
+    page_label_start: str = ""
+    page_label_end: str = ""
+    review_state: str = NOT_REQUIRED
+    review_reason: str = ""
+
+    @property
+    def eligible(self) -> bool:
+        """May be answer evidence: nothing to review, or approved by a policy admin."""
+        return self.review_state != PENDING
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractionRecord:
+    """One stored extraction: the page map and issues, as dicts of extract.base PageInfo / ExtractionIssue."""
+
+    tenant_id: str
+    version_id: str
+    extraction_version: str
+    source_sha256: str
+    media_type: str
+    page_map: list
+    issues: list
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +127,9 @@ class IngestOutcome:
     superseded: list[VersionRecord]
     # True when the version existed but was re-extracted with another chunker setting.
     reextracted: bool = False
+    # The extraction this ingest made or found (set by the core; None for records read back).
+    extraction: object | None = None
+    extraction_version: str = ""
 
 
 def supersession_end(new: VersionRecord, other: VersionRecord) -> datetime | None:

@@ -36,6 +36,7 @@ STATEMENT_DOMAIN = b"citetrace.retrieval.version-statement.v1\n"
 INGESTED = "ingested"
 SUPERSEDED = "superseded"
 REEXTRACTED = "reextracted"
+PASSAGES_APPROVED = "passages-approved"  # passages awaiting review approved by a policy admin (issue 19)
 RESIGNED = "resigned"
 ADOPTED = "adopted"
 
@@ -70,11 +71,21 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+def _passage_fields(p) -> list:
+    """A passage row as signed. The page locator and review state (issue 19) are appended only when
+    they are not the defaults, so rows signed before they existed still verify."""
+    row = [p.passage_id, p.ordinal, p.start, p.end, p.content_sha256, p.source_anchor, p.heading_context,
+           p.extraction_version, bool(p.active)]
+    pages = [p.page_start, p.page_end, p.page_label_start, p.page_label_end]
+    review = [p.review_state, p.review_reason]
+    if p.page_start or p.review_state != "not_required" or p.review_reason:
+        row.extend(pages + review)
+    return row
+
+
 def passages_digest(passages: Iterable) -> str:
     """sha256 over every passage row of a version (active or not), order-independent."""
-    rows = sorted(([p.passage_id, p.ordinal, p.start, p.end, p.content_sha256, p.source_anchor,
-                    p.heading_context, p.extraction_version, bool(p.active)] for p in passages),
-                  key=lambda r: (r[2], r[3], r[0]))
+    rows = sorted((_passage_fields(p) for p in passages), key=lambda r: (r[2], r[3], r[0]))
     return sha256_hex(json.dumps(rows, separators=(",", ":"), ensure_ascii=False))
 
 
@@ -105,6 +116,10 @@ def statement_bytes(version, *, revision: int, transition: str, sealed_at: datet
         "sealed_at": _iso(sealed_at),
         "key_id": key_id,
     }
+    # The source of the text (issue 19): named only when recorded, so older statements still verify.
+    if version.source_sha256:
+        body.update(source_sha256=version.source_sha256, media_type=version.media_type,
+                    page_count=int(version.page_count))
     return STATEMENT_DOMAIN + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

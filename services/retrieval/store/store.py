@@ -20,11 +20,16 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .models import DocumentRow, PassageRow, VersionEventOutboxRow, VersionRow
+from .models import DocumentRow, ExtractionRow, PassageRow, VersionEventOutboxRow, VersionRow
 from .records import (
+    MARKDOWN,
+    NOT_REQUIRED,
+    PENDING,
     RETIRED_EVENT,
+    REVIEW_APPROVED,
     SUPERSEDED_EVENT,
     DocumentRecord,
+    ExtractionRecord,
     IngestOutcome,
     PassageRecord,
     VersionBundle,
@@ -36,6 +41,7 @@ from .records import (
 from .sealing import (
     ADOPTED,
     INGESTED,
+    PASSAGES_APPROVED,
     REEXTRACTED,
     RESIGNED,
     SUPERSEDED,
@@ -82,6 +88,9 @@ def _version_record(row: VersionRow, source_class: str) -> VersionRecord:
         text_length=row.text_length,
         superseded_by_version_id=row.superseded_by_version_id,
         seal=_seal_of(row),
+        source_sha256=row.source_sha256 or "",
+        media_type=row.media_type or MARKDOWN,
+        page_count=row.page_count or 0,
     )
 
 
@@ -113,7 +122,25 @@ def _passage_record(row: PassageRow) -> PassageRecord:
         heading_context=row.heading_context,
         extraction_version=row.extraction_version,
         active=row.active,
+        page_start=row.page_start or 0,
+        page_end=row.page_end or 0,
+        page_label_start=row.page_label_start or "",
+        page_label_end=row.page_label_end or "",
+        review_state=row.review_state or NOT_REQUIRED,
+        review_reason=row.review_reason or "",
     )
+
+
+def _passage_row(p: PassageRecord) -> PassageRow:
+    return PassageRow(
+        passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id, version_id=p.version_id,
+        ordinal=p.ordinal, start_offset=p.start, end_offset=p.end, content_sha256=p.content_sha256,
+        source_anchor=p.source_anchor, heading_context=p.heading_context, extraction_version=p.extraction_version,
+        active=True, page_start=p.page_start or None, page_end=p.page_end or None,
+        page_label_start=p.page_label_start or None if p.page_start else None,
+        page_label_end=p.page_label_end or None if p.page_start else None,
+        review_state=None if p.review_state == NOT_REQUIRED else p.review_state,
+        review_reason=p.review_reason or None)
 
 
 def encode_page_token(ingested_at: datetime, version_id: str) -> str:
@@ -249,18 +276,20 @@ class Store:
     # --- writes -------------------------------------------------------------------------------
 
     def ingest(self, document: DocumentRecord, version: VersionRecord, text: str,
-               passages: list[PassageRecord], now: datetime, *, compare_valid_from: bool = True) -> IngestOutcome:
-        """Stores a version with its passages in one transaction; idempotent for the same text.
-        A concurrent identical ingest that wins the race makes this one report created=False."""
+               passages: list[PassageRecord], now: datetime, *, compare_valid_from: bool = True,
+               extraction: ExtractionRecord | None = None) -> IngestOutcome:
+        """Stores a version with its passages (and the extraction that made them) in one transaction;
+        idempotent for the same text. A concurrent identical ingest that wins the race makes this one
+        report created=False."""
         for attempt in range(2):
             try:
-                return self._ingest_once(document, version, text, passages, now, compare_valid_from)
+                return self._ingest_once(document, version, text, passages, now, compare_valid_from, extraction)
             except IntegrityError:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
-    def _ingest_once(self, document, version, text, passages, now, compare_valid_from) -> IngestOutcome:
+    def _ingest_once(self, document, version, text, passages, now, compare_valid_from, extraction) -> IngestOutcome:
         with self._session() as s, s.begin():
             doc = s.get(DocumentRow, (document.tenant_id, document.document_id))
             if doc is not None and doc.source_class != document.source_class:
@@ -277,7 +306,9 @@ class Store:
                         f"{existing.document_id!r}; version ids are content digests, so identical text "
                         "cannot be a version of two documents")
                 self._check_same_metadata(existing, version, compare_valid_from)
-                return self._existing(s, existing, doc, version, passages)
+                outcome = self._existing(s, existing, doc, version, passages)
+                self._add_extraction(s, extraction, now)
+                return outcome
             if doc is None:
                 doc = DocumentRow(tenant_id=document.tenant_id, document_id=document.document_id,
                                   source_class=document.source_class, title=document.title,
@@ -291,15 +322,12 @@ class Store:
                 status=version.status, valid_from=version.valid_from, valid_to=version.valid_to,
                 roles=list(version.roles), location_scope=list(version.location_scope), intents=list(version.intents),
                 locale=version.locale, extraction_version=version.extraction_version, ingested_at=now,
-                status_changed_at=now, superseded_by_version_id=None)
+                status_changed_at=now, superseded_by_version_id=None, source_sha256=version.source_sha256 or None,
+                media_type=version.media_type, page_count=version.page_count or None)
             s.add(new_row)
             s.flush()
-            s.add_all(PassageRow(
-                passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
-                version_id=p.version_id, ordinal=p.ordinal, start_offset=p.start, end_offset=p.end,
-                content_sha256=p.content_sha256, source_anchor=p.source_anchor,
-                heading_context=p.heading_context, extraction_version=p.extraction_version, active=True)
-                for p in passages)
+            s.add_all(_passage_row(p) for p in passages)
+            self._add_extraction(s, extraction, now)
             superseded = self._supersede(s, new_row, doc.source_class)
             self._seal_row(s, new_row, doc.source_class, INGESTED, now)
             stored = _version_record(new_row, doc.source_class)
@@ -341,16 +369,22 @@ class Store:
                 row.active = pid in new_ids
             for p in passages:
                 if p.passage_id in old:
-                    old[p.passage_id].ordinal = p.ordinal
-                    old[p.passage_id].heading_context = p.heading_context
-                    old[p.passage_id].source_anchor = p.source_anchor
+                    # The same span (same text): the new extraction's view of it. Its locator may
+                    # change (a citation with the old pages then fails LOCATOR_MISMATCH); an approval
+                    # stands while the reason for review is the same.
+                    row = old[p.passage_id]
+                    row.ordinal = p.ordinal
+                    row.heading_context = p.heading_context
+                    row.source_anchor = p.source_anchor
+                    fresh = _passage_row(p)
+                    row.page_start, row.page_end = fresh.page_start, fresh.page_end
+                    row.page_label_start, row.page_label_end = fresh.page_label_start, fresh.page_label_end
+                    keep = row.review_state == REVIEW_APPROVED and (row.review_reason or None) == fresh.review_reason
+                    if not keep:
+                        row.review_state, row.review_reason = fresh.review_state, fresh.review_reason
+                        row.reviewed_by = row.reviewed_at = None
                 else:
-                    s.add(PassageRow(
-                        passage_id=p.passage_id, tenant_id=p.tenant_id, document_id=p.document_id,
-                        version_id=p.version_id, ordinal=p.ordinal, start_offset=p.start, end_offset=p.end,
-                        content_sha256=p.content_sha256, source_anchor=p.source_anchor,
-                        heading_context=p.heading_context, extraction_version=p.extraction_version,
-                        active=True))
+                    s.add(_passage_row(p))
             existing.extraction_version = version.extraction_version
             self._seal_row(s, existing, doc.source_class, REEXTRACTED, version.ingested_at)
         rows = s.scalars(select(PassageRow).where(
@@ -492,6 +526,70 @@ class Store:
                         else:
                             report["refused"].append(f"{label}: {failure.reason}")
         return report
+    # --- extractions and review ------------------------------------------------------------------
+
+    @staticmethod
+    def _add_extraction(s: Session, extraction: ExtractionRecord | None, now: datetime) -> None:
+        if extraction is None:
+            return
+        version = s.get(VersionRow, (extraction.tenant_id, extraction.version_id))
+        key = (version.tenant_id, extraction.version_id, extraction.extraction_version)
+        if s.get(ExtractionRow, key) is None:
+            s.add(ExtractionRow(tenant_id=key[0], version_id=key[1], extraction_version=key[2],
+                                document_id=version.document_id, source_sha256=extraction.source_sha256,
+                                media_type=extraction.media_type, page_map=extraction.page_map,
+                                issues=extraction.issues, created_at=now))
+
+    def find_extraction(self, tenant_id: str, document_id: str, source_sha256: str,
+                        extraction_version: str) -> tuple[ExtractionRecord, str] | None:
+        """An extraction of these bytes by this extractor already stored for the document, with
+        its version text: re-ingesting them creates nothing, and needs no new extraction."""
+        with self._session() as s:
+            row = s.scalars(select(ExtractionRow).where(
+                ExtractionRow.tenant_id == tenant_id, ExtractionRow.document_id == document_id,
+                ExtractionRow.source_sha256 == source_sha256,
+                ExtractionRow.extraction_version == extraction_version).limit(1)).first()
+            if row is None:
+                return None
+            text = s.scalar(select(VersionRow.text).where(VersionRow.tenant_id == tenant_id,
+                                                          VersionRow.version_id == row.version_id))
+            return _extraction_record(row), text or ""
+
+    def extractions(self, tenant_id: str, version_id: str) -> list[ExtractionRecord]:
+        """Every extraction stored for a version, oldest first."""
+        with self._session() as s:
+            rows = s.scalars(select(ExtractionRow).where(ExtractionRow.tenant_id == tenant_id,
+                                                         ExtractionRow.version_id == version_id)
+                             .order_by(ExtractionRow.created_at))
+            return [_extraction_record(r) for r in rows]
+
+    def approve_passages(self, tenant_id: str, passage_ids: list[str], reviewer: str,
+                         now: datetime) -> tuple[list[PassageRecord], list[str], list[str]]:
+        """Approves passages awaiting review, all or none (one transaction). Returns (the approved
+        passages, IDs not in the tenant, IDs never marked for review); unless both lists are empty
+        nothing is changed."""
+        with self._session() as s, s.begin():
+            rows = list(s.scalars(select(PassageRow).where(PassageRow.tenant_id == tenant_id,
+                                                           PassageRow.passage_id.in_(passage_ids))
+                                  .with_for_update()))
+            missing = sorted(set(passage_ids) - {r.passage_id for r in rows})
+            not_under_review = sorted(r.passage_id for r in rows if r.review_state not in (PENDING, REVIEW_APPROVED))
+            if missing or not_under_review:
+                return [], missing, not_under_review
+            pending = [row for row in rows if row.review_state == PENDING]
+            versions = {}
+            for row in pending:  # the versions are verified before their passages change and are re-signed
+                if row.version_id not in versions:
+                    version = s.get(VersionRow, (tenant_id, row.version_id), with_for_update=True)
+                    doc = s.get(DocumentRow, (tenant_id, version.document_id))
+                    self._verify_row(s, version, doc.source_class)
+                    versions[row.version_id] = (version, doc.source_class)
+            for row in pending:
+                row.review_state, row.reviewed_by, row.reviewed_at = REVIEW_APPROVED, reviewer, now
+            for version, source_class in versions.values():
+                self._seal_row(s, version, source_class, PASSAGES_APPROVED, now)
+            s.flush()
+            return [_passage_record(r) for r in rows], [], []
 
     # --- version-event outbox ---------------------------------------------------------------------
 
@@ -539,6 +637,12 @@ class Store:
                 row.attempts += 1
                 row.last_error = error[:2000]
                 row.next_attempt_at = next_attempt_at
+
+
+def _extraction_record(row: ExtractionRow) -> ExtractionRecord:
+    return ExtractionRecord(tenant_id=row.tenant_id, version_id=row.version_id,
+                            extraction_version=row.extraction_version, source_sha256=row.source_sha256,
+                            media_type=row.media_type, page_map=list(row.page_map), issues=list(row.issues))
 
 
 def _event_record(row: VersionEventOutboxRow) -> VersionEvent:

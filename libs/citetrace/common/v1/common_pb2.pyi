@@ -17,6 +17,13 @@ class VersionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERSION_STATUS_APPROVED: _ClassVar[VersionStatus]
     VERSION_STATUS_RETIRED: _ClassVar[VersionStatus]
 
+class ReviewState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REVIEW_STATE_UNSPECIFIED: _ClassVar[ReviewState]
+    REVIEW_STATE_NOT_REQUIRED: _ClassVar[ReviewState]
+    REVIEW_STATE_PENDING: _ClassVar[ReviewState]
+    REVIEW_STATE_APPROVED: _ClassVar[ReviewState]
+
 class Intent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     INTENT_UNSPECIFIED: _ClassVar[Intent]
@@ -67,6 +74,7 @@ class FailureReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FAILURE_REASON_SCOPE_VIOLATION: _ClassVar[FailureReason]
     FAILURE_REASON_CHECK_UNAVAILABLE: _ClassVar[FailureReason]
     FAILURE_REASON_UNSUPPORTED_CLAIM: _ClassVar[FailureReason]
+    FAILURE_REASON_PASSAGE_NEEDS_REVIEW: _ClassVar[FailureReason]
 
 class SupportVerdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -103,6 +111,10 @@ VERSION_STATUS_UNSPECIFIED: VersionStatus
 VERSION_STATUS_DRAFT: VersionStatus
 VERSION_STATUS_APPROVED: VersionStatus
 VERSION_STATUS_RETIRED: VersionStatus
+REVIEW_STATE_UNSPECIFIED: ReviewState
+REVIEW_STATE_NOT_REQUIRED: ReviewState
+REVIEW_STATE_PENDING: ReviewState
+REVIEW_STATE_APPROVED: ReviewState
 INTENT_UNSPECIFIED: Intent
 INTENT_AVAILABILITY: Intent
 INTENT_ARRIVAL_PREPARATION: Intent
@@ -142,6 +154,7 @@ FAILURE_REASON_AUTHORITY_MISMATCH: FailureReason
 FAILURE_REASON_SCOPE_VIOLATION: FailureReason
 FAILURE_REASON_CHECK_UNAVAILABLE: FailureReason
 FAILURE_REASON_UNSUPPORTED_CLAIM: FailureReason
+FAILURE_REASON_PASSAGE_NEEDS_REVIEW: FailureReason
 SUPPORT_VERDICT_UNSPECIFIED: SupportVerdict
 SUPPORT_VERDICT_SUPPORTED: SupportVerdict
 SUPPORT_VERDICT_UNSUPPORTED: SupportVerdict
@@ -193,7 +206,7 @@ class Document(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., source_class: _Optional[str] = ..., title: _Optional[str] = ..., source_uri: _Optional[str] = ...) -> None: ...
 
 class DocumentVersion(_message.Message):
-    __slots__ = ("document", "version_id", "status", "valid_from", "valid_to", "roles", "location_scope", "intents", "locale", "extraction_version", "ingested_at", "text_length", "superseded_by_version_id")
+    __slots__ = ("document", "version_id", "status", "valid_from", "valid_to", "roles", "location_scope", "intents", "locale", "extraction_version", "ingested_at", "text_length", "superseded_by_version_id", "source_sha256", "media_type", "page_count")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     VERSION_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +220,9 @@ class DocumentVersion(_message.Message):
     INGESTED_AT_FIELD_NUMBER: _ClassVar[int]
     TEXT_LENGTH_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_BY_VERSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     document: Document
     version_id: str
     status: VersionStatus
@@ -220,10 +236,13 @@ class DocumentVersion(_message.Message):
     ingested_at: _timestamp_pb2.Timestamp
     text_length: int
     superseded_by_version_id: str
-    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., version_id: _Optional[str] = ..., status: _Optional[_Union[VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[Intent, str]]] = ..., locale: _Optional[str] = ..., extraction_version: _Optional[str] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., text_length: _Optional[int] = ..., superseded_by_version_id: _Optional[str] = ...) -> None: ...
+    source_sha256: str
+    media_type: str
+    page_count: int
+    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., version_id: _Optional[str] = ..., status: _Optional[_Union[VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[Intent, str]]] = ..., locale: _Optional[str] = ..., extraction_version: _Optional[str] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., text_length: _Optional[int] = ..., superseded_by_version_id: _Optional[str] = ..., source_sha256: _Optional[str] = ..., media_type: _Optional[str] = ..., page_count: _Optional[int] = ...) -> None: ...
 
 class PassageIdentity(_message.Message):
-    __slots__ = ("passage_id", "tenant_id", "document_id", "version_id", "start", "end", "content_sha256", "source_anchor", "source_class", "extraction_version")
+    __slots__ = ("passage_id", "tenant_id", "document_id", "version_id", "start", "end", "content_sha256", "source_anchor", "source_class", "extraction_version", "page_start", "page_end", "page_label_start", "page_label_end")
     PASSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -234,6 +253,10 @@ class PassageIdentity(_message.Message):
     SOURCE_ANCHOR_FIELD_NUMBER: _ClassVar[int]
     SOURCE_CLASS_FIELD_NUMBER: _ClassVar[int]
     EXTRACTION_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PAGE_START_FIELD_NUMBER: _ClassVar[int]
+    PAGE_END_FIELD_NUMBER: _ClassVar[int]
+    PAGE_LABEL_START_FIELD_NUMBER: _ClassVar[int]
+    PAGE_LABEL_END_FIELD_NUMBER: _ClassVar[int]
     passage_id: str
     tenant_id: str
     document_id: str
@@ -244,21 +267,29 @@ class PassageIdentity(_message.Message):
     source_anchor: str
     source_class: str
     extraction_version: str
-    def __init__(self, passage_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., version_id: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., content_sha256: _Optional[str] = ..., source_anchor: _Optional[str] = ..., source_class: _Optional[str] = ..., extraction_version: _Optional[str] = ...) -> None: ...
+    page_start: int
+    page_end: int
+    page_label_start: str
+    page_label_end: str
+    def __init__(self, passage_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., version_id: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., content_sha256: _Optional[str] = ..., source_anchor: _Optional[str] = ..., source_class: _Optional[str] = ..., extraction_version: _Optional[str] = ..., page_start: _Optional[int] = ..., page_end: _Optional[int] = ..., page_label_start: _Optional[str] = ..., page_label_end: _Optional[str] = ...) -> None: ...
 
 class Passage(_message.Message):
-    __slots__ = ("identity", "text", "heading_context", "title", "locale")
+    __slots__ = ("identity", "text", "heading_context", "title", "locale", "review_state", "review_reason")
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     HEADING_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     LOCALE_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_STATE_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_REASON_FIELD_NUMBER: _ClassVar[int]
     identity: PassageIdentity
     text: str
     heading_context: str
     title: str
     locale: str
-    def __init__(self, identity: _Optional[_Union[PassageIdentity, _Mapping]] = ..., text: _Optional[str] = ..., heading_context: _Optional[str] = ..., title: _Optional[str] = ..., locale: _Optional[str] = ...) -> None: ...
+    review_state: ReviewState
+    review_reason: str
+    def __init__(self, identity: _Optional[_Union[PassageIdentity, _Mapping]] = ..., text: _Optional[str] = ..., heading_context: _Optional[str] = ..., title: _Optional[str] = ..., locale: _Optional[str] = ..., review_state: _Optional[_Union[ReviewState, str]] = ..., review_reason: _Optional[str] = ...) -> None: ...
 
 class LabelledPassage(_message.Message):
     __slots__ = ("label", "passage")
@@ -281,7 +312,7 @@ class Claim(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., text: _Optional[str] = ..., evidence_labels: _Optional[_Iterable[str]] = ..., claim_type: _Optional[_Union[ClaimType, str]] = ...) -> None: ...
 
 class Citation(_message.Message):
-    __slots__ = ("label", "passage_id", "document_id", "version_id", "start", "end", "content_sha256", "source_anchor", "source_class", "link", "title")
+    __slots__ = ("label", "passage_id", "document_id", "version_id", "start", "end", "content_sha256", "source_anchor", "source_class", "link", "title", "page_start", "page_end", "page_label_start", "page_label_end")
     LABEL_FIELD_NUMBER: _ClassVar[int]
     PASSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -293,6 +324,10 @@ class Citation(_message.Message):
     SOURCE_CLASS_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_START_FIELD_NUMBER: _ClassVar[int]
+    PAGE_END_FIELD_NUMBER: _ClassVar[int]
+    PAGE_LABEL_START_FIELD_NUMBER: _ClassVar[int]
+    PAGE_LABEL_END_FIELD_NUMBER: _ClassVar[int]
     label: str
     passage_id: str
     document_id: str
@@ -304,7 +339,11 @@ class Citation(_message.Message):
     source_class: str
     link: str
     title: str
-    def __init__(self, label: _Optional[str] = ..., passage_id: _Optional[str] = ..., document_id: _Optional[str] = ..., version_id: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., content_sha256: _Optional[str] = ..., source_anchor: _Optional[str] = ..., source_class: _Optional[str] = ..., link: _Optional[str] = ..., title: _Optional[str] = ...) -> None: ...
+    page_start: int
+    page_end: int
+    page_label_start: str
+    page_label_end: str
+    def __init__(self, label: _Optional[str] = ..., passage_id: _Optional[str] = ..., document_id: _Optional[str] = ..., version_id: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., content_sha256: _Optional[str] = ..., source_anchor: _Optional[str] = ..., source_class: _Optional[str] = ..., link: _Optional[str] = ..., title: _Optional[str] = ..., page_start: _Optional[int] = ..., page_end: _Optional[int] = ..., page_label_start: _Optional[str] = ..., page_label_end: _Optional[str] = ...) -> None: ...
 
 class Slot(_message.Message):
     __slots__ = ("slot_id", "version", "location_id", "location_name", "time_zone", "provider_id", "provider_name", "specialty", "appointment_type", "start_time", "end_time", "status", "as_of", "clinic_name")

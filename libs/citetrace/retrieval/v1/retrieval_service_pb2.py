@@ -26,45 +26,59 @@ from citetrace.common.v1 import common_pb2 as citetrace_dot_common_dot_v1_dot_co
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.citetrace/retrieval/v1/retrieval_service.proto\x12\x16\x63itetrace.retrieval.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x02\n\x15IngestDocumentRequest\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Document\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12.\n\nvalid_from\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08valid_to\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05roles\x18\x06 \x03(\t\x12\x16\n\x0elocation_scope\x18\x07 \x03(\t\x12,\n\x07intents\x18\x08 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\t \x01(\t\"\xb8\x01\n\x16IngestDocumentResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x36\n\x08passages\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.PassageIdentity\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12\x1e\n\x16superseded_version_ids\x18\x04 \x03(\t\"a\n\x17SetVersionStatusRequest\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\"Q\n\x18SetVersionStatusResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\"y\n\x0bSearchScope\x12\x14\n\x0clocation_ids\x18\x01 \x03(\t\x12,\n\x07intents\x18\x02 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\x03 \x01(\t\x12\x16\n\x0esource_classes\x18\x04 \x03(\t\"\xba\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x32\n\x05scope\x18\x02 \x01(\x0b\x32#.citetrace.retrieval.v1.SearchScope\x12\t\n\x01k\x18\x03 \x01(\x05\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x04mode\x18\x05 \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\"\x84\x02\n\x0e\x41ppliedFilters\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\x14\n\x0clocation_ids\x18\x03 \x03(\t\x12,\n\x07intents\x18\x04 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\x05 \x01(\t\x12\x32\n\x06status\x18\x06 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x30\n\x0c\x65\x66\x66\x65\x63tive_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0esource_classes\x18\x08 \x03(\t\"\xba\x02\n\x11RetrievalSettings\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x18\n\x10index_generation\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x13\n\x0b\x63\x61ndidate_k\x18\x04 \x01(\x05\x12\x15\n\rfusion_method\x18\x05 \x01(\t\x12\x16\n\x0elexical_weight\x18\x06 \x01(\x01\x12\x15\n\rvector_weight\x18\x07 \x01(\x01\x12\r\n\x05rrf_k\x18\x08 \x01(\x05\x12\x1a\n\x12\x65mbedding_model_id\x18\t \x01(\t\x12\x30\n\x04mode\x18\n \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\x12\x37\n\x07\x66ilters\x18\x0b \x01(\x0b\x32&.citetrace.retrieval.v1.AppliedFilters\"\xca\x01\n\tSearchHit\x12\r\n\x05label\x18\x01 \x01(\t\x12-\n\x07passage\x18\x02 \x01(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x15\n\rlexical_score\x18\x03 \x01(\x01\x12\x14\n\x0clexical_rank\x18\x04 \x01(\x05\x12\x14\n\x0cvector_score\x18\x05 \x01(\x01\x12\x13\n\x0bvector_rank\x18\x06 \x01(\x05\x12\x13\n\x0b\x66used_score\x18\x07 \x01(\x01\x12\x12\n\nfused_rank\x18\x08 \x01(\x05\"~\n\x0eSearchResponse\x12/\n\x04hits\x18\x01 \x03(\x0b\x32!.citetrace.retrieval.v1.SearchHit\x12;\n\x08settings\x18\x02 \x01(\x0b\x32).citetrace.retrieval.v1.RetrievalSettings\"9\n\x07SpanRef\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x05\"Y\n\x12GetPassagesRequest\x12\x13\n\x0bpassage_ids\x18\x01 \x03(\t\x12.\n\x05spans\x18\x02 \x03(\x0b\x32\x1f.citetrace.retrieval.v1.SpanRef\"}\n\x13GetPassagesResponse\x12.\n\x08passages\x18\x01 \x03(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x36\n\x08versions\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\"\x85\x01\n\x13ListVersionsRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"g\n\x14ListVersionsResponse\x12\x36\n\x08versions\x18\x01 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*r\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_LEXICAL\x10\x02\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x03\x32\xa6\x04\n\x10RetrievalService\x12o\n\x0eIngestDocument\x12-.citetrace.retrieval.v1.IngestDocumentRequest\x1a..citetrace.retrieval.v1.IngestDocumentResponse\x12u\n\x10SetVersionStatus\x12/.citetrace.retrieval.v1.SetVersionStatusRequest\x1a\x30.citetrace.retrieval.v1.SetVersionStatusResponse\x12W\n\x06Search\x12%.citetrace.retrieval.v1.SearchRequest\x1a&.citetrace.retrieval.v1.SearchResponse\x12\x66\n\x0bGetPassages\x12*.citetrace.retrieval.v1.GetPassagesRequest\x1a+.citetrace.retrieval.v1.GetPassagesResponse\x12i\n\x0cListVersions\x12+.citetrace.retrieval.v1.ListVersionsRequest\x1a,.citetrace.retrieval.v1.ListVersionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.citetrace/retrieval/v1/retrieval_service.proto\x12\x16\x63itetrace.retrieval.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x03\n\x15IngestDocumentRequest\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Document\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12.\n\nvalid_from\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08valid_to\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05roles\x18\x06 \x03(\t\x12\x16\n\x0elocation_scope\x18\x07 \x03(\t\x12,\n\x07intents\x18\x08 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\t \x01(\t\x12\x0f\n\x07\x63ontent\x18\n \x01(\x0c\x12\x12\n\nmedia_type\x18\x0b \x01(\t\x12\x17\n\x0fsource_filename\x18\x0c \x01(\t\"\xf6\x01\n\x16IngestDocumentResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x36\n\x08passages\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.PassageIdentity\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12\x1e\n\x16superseded_version_ids\x18\x04 \x03(\t\x12<\n\nextraction\x18\x05 \x01(\x0b\x32(.citetrace.retrieval.v1.ExtractionReport\"\xff\x01\n\x0cPageMapEntry\x12\x13\n\x0bviewer_page\x18\x01 \x01(\x05\x12\x12\n\npage_label\x18\x02 \x01(\t\x12=\n\x0clabel_source\x18\x03 \x01(\x0e\x32\'.citetrace.retrieval.v1.PageLabelSource\x12\x12\n\ntree_label\x18\x04 \x01(\t\x12\x16\n\x0ehas_tree_label\x18\x05 \x01(\x08\x12\x15\n\rprinted_label\x18\x06 \x01(\t\x12\x10\n\x08verified\x18\x07 \x01(\x08\x12\x16\n\x0ehas_text_layer\x18\x08 \x01(\x08\x12\r\n\x05start\x18\t \x01(\x05\x12\x0b\n\x03\x65nd\x18\n \x01(\x05\"r\n\x0f\x45xtractionIssue\x12\x39\n\x04kind\x18\x01 \x01(\x0e\x32+.citetrace.retrieval.v1.ExtractionIssueKind\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0bviewer_page\x18\x03 \x01(\x05\"\xe8\x01\n\x10\x45xtractionReport\x12\x15\n\rsource_sha256\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x1a\n\x12\x65xtraction_version\x18\x03 \x01(\t\x12\x33\n\x05pages\x18\x04 \x03(\x0b\x32$.citetrace.retrieval.v1.PageMapEntry\x12\x37\n\x06issues\x18\x05 \x03(\x0b\x32\'.citetrace.retrieval.v1.ExtractionIssue\x12\x1f\n\x17passages_needing_review\x18\x06 \x03(\t\"-\n\x16\x41pprovePassagesRequest\x12\x13\n\x0bpassage_ids\x18\x01 \x03(\t\"I\n\x17\x41pprovePassagesResponse\x12.\n\x08passages\x18\x01 \x03(\x0b\x32\x1c.citetrace.common.v1.Passage\"a\n\x17SetVersionStatusRequest\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\"Q\n\x18SetVersionStatusResponse\x12\x35\n\x07version\x18\x01 \x01(\x0b\x32$.citetrace.common.v1.DocumentVersion\"y\n\x0bSearchScope\x12\x14\n\x0clocation_ids\x18\x01 \x03(\t\x12,\n\x07intents\x18\x02 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\x03 \x01(\t\x12\x16\n\x0esource_classes\x18\x04 \x03(\t\"\xba\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x32\n\x05scope\x18\x02 \x01(\x0b\x32#.citetrace.retrieval.v1.SearchScope\x12\t\n\x01k\x18\x03 \x01(\x05\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x04mode\x18\x05 \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\"\x84\x02\n\x0e\x41ppliedFilters\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\x14\n\x0clocation_ids\x18\x03 \x03(\t\x12,\n\x07intents\x18\x04 \x03(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x0e\n\x06locale\x18\x05 \x01(\t\x12\x32\n\x06status\x18\x06 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x30\n\x0c\x65\x66\x66\x65\x63tive_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0esource_classes\x18\x08 \x03(\t\"\xba\x02\n\x11RetrievalSettings\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x18\n\x10index_generation\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x13\n\x0b\x63\x61ndidate_k\x18\x04 \x01(\x05\x12\x15\n\rfusion_method\x18\x05 \x01(\t\x12\x16\n\x0elexical_weight\x18\x06 \x01(\x01\x12\x15\n\rvector_weight\x18\x07 \x01(\x01\x12\r\n\x05rrf_k\x18\x08 \x01(\x05\x12\x1a\n\x12\x65mbedding_model_id\x18\t \x01(\t\x12\x30\n\x04mode\x18\n \x01(\x0e\x32\".citetrace.retrieval.v1.SearchMode\x12\x37\n\x07\x66ilters\x18\x0b \x01(\x0b\x32&.citetrace.retrieval.v1.AppliedFilters\"\xca\x01\n\tSearchHit\x12\r\n\x05label\x18\x01 \x01(\t\x12-\n\x07passage\x18\x02 \x01(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x15\n\rlexical_score\x18\x03 \x01(\x01\x12\x14\n\x0clexical_rank\x18\x04 \x01(\x05\x12\x14\n\x0cvector_score\x18\x05 \x01(\x01\x12\x13\n\x0bvector_rank\x18\x06 \x01(\x05\x12\x13\n\x0b\x66used_score\x18\x07 \x01(\x01\x12\x12\n\nfused_rank\x18\x08 \x01(\x05\"~\n\x0eSearchResponse\x12/\n\x04hits\x18\x01 \x03(\x0b\x32!.citetrace.retrieval.v1.SearchHit\x12;\n\x08settings\x18\x02 \x01(\x0b\x32).citetrace.retrieval.v1.RetrievalSettings\"9\n\x07SpanRef\x12\x12\n\nversion_id\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x05\"Y\n\x12GetPassagesRequest\x12\x13\n\x0bpassage_ids\x18\x01 \x03(\t\x12.\n\x05spans\x18\x02 \x03(\x0b\x32\x1f.citetrace.retrieval.v1.SpanRef\"}\n\x13GetPassagesResponse\x12.\n\x08passages\x18\x01 \x03(\x0b\x32\x1c.citetrace.common.v1.Passage\x12\x36\n\x08versions\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\"\x85\x01\n\x13ListVersionsRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x32\n\x06status\x18\x02 \x01(\x0e\x32\".citetrace.common.v1.VersionStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"g\n\x14ListVersionsResponse\x12\x36\n\x08versions\x18\x01 \x03(\x0b\x32$.citetrace.common.v1.DocumentVersion\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\x8d\x01\n\x0fPageLabelSource\x12!\n\x1dPAGE_LABEL_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n\x16PAGE_LABEL_SOURCE_TREE\x10\x01\x12\x1f\n\x1bPAGE_LABEL_SOURCE_PAGE_TEXT\x10\x02\x12\x1a\n\x16PAGE_LABEL_SOURCE_NONE\x10\x03*\xaf\x02\n\x13\x45xtractionIssueKind\x12%\n!EXTRACTION_ISSUE_KIND_UNSPECIFIED\x10\x00\x12\'\n#EXTRACTION_ISSUE_KIND_NO_TEXT_LAYER\x10\x01\x12-\n)EXTRACTION_ISSUE_KIND_PAGE_LABEL_MISMATCH\x10\x02\x12\x34\n0EXTRACTION_ISSUE_KIND_PAGE_LABEL_OUT_OF_SEQUENCE\x10\x03\x12\x30\n,EXTRACTION_ISSUE_KIND_TABLE_HEADER_NOT_FOUND\x10\x04\x12\x31\n-EXTRACTION_ISSUE_KIND_FOOTNOTE_WITHOUT_ANCHOR\x10\x05*r\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_LEXICAL\x10\x02\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x03\x32\x9a\x05\n\x10RetrievalService\x12o\n\x0eIngestDocument\x12-.citetrace.retrieval.v1.IngestDocumentRequest\x1a..citetrace.retrieval.v1.IngestDocumentResponse\x12u\n\x10SetVersionStatus\x12/.citetrace.retrieval.v1.SetVersionStatusRequest\x1a\x30.citetrace.retrieval.v1.SetVersionStatusResponse\x12W\n\x06Search\x12%.citetrace.retrieval.v1.SearchRequest\x1a&.citetrace.retrieval.v1.SearchResponse\x12\x66\n\x0bGetPassages\x12*.citetrace.retrieval.v1.GetPassagesRequest\x1a+.citetrace.retrieval.v1.GetPassagesResponse\x12i\n\x0cListVersions\x12+.citetrace.retrieval.v1.ListVersionsRequest\x1a,.citetrace.retrieval.v1.ListVersionsResponse\x12r\n\x0f\x41pprovePassages\x12..citetrace.retrieval.v1.ApprovePassagesRequest\x1a/.citetrace.retrieval.v1.ApprovePassagesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'citetrace.retrieval.v1.retrieval_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SEARCHMODE']._serialized_start=2589
-  _globals['_SEARCHMODE']._serialized_end=2703
+  _globals['_PAGELABELSOURCE']._serialized_start=3445
+  _globals['_PAGELABELSOURCE']._serialized_end=3586
+  _globals['_EXTRACTIONISSUEKIND']._serialized_start=3589
+  _globals['_EXTRACTIONISSUEKIND']._serialized_end=3892
+  _globals['_SEARCHMODE']._serialized_start=3894
+  _globals['_SEARCHMODE']._serialized_end=4008
   _globals['_INGESTDOCUMENTREQUEST']._serialized_start=142
-  _globals['_INGESTDOCUMENTREQUEST']._serialized_end=475
-  _globals['_INGESTDOCUMENTRESPONSE']._serialized_start=478
-  _globals['_INGESTDOCUMENTRESPONSE']._serialized_end=662
-  _globals['_SETVERSIONSTATUSREQUEST']._serialized_start=664
-  _globals['_SETVERSIONSTATUSREQUEST']._serialized_end=761
-  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_start=763
-  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_end=844
-  _globals['_SEARCHSCOPE']._serialized_start=846
-  _globals['_SEARCHSCOPE']._serialized_end=967
-  _globals['_SEARCHREQUEST']._serialized_start=970
-  _globals['_SEARCHREQUEST']._serialized_end=1156
-  _globals['_APPLIEDFILTERS']._serialized_start=1159
-  _globals['_APPLIEDFILTERS']._serialized_end=1419
-  _globals['_RETRIEVALSETTINGS']._serialized_start=1422
-  _globals['_RETRIEVALSETTINGS']._serialized_end=1736
-  _globals['_SEARCHHIT']._serialized_start=1739
-  _globals['_SEARCHHIT']._serialized_end=1941
-  _globals['_SEARCHRESPONSE']._serialized_start=1943
-  _globals['_SEARCHRESPONSE']._serialized_end=2069
-  _globals['_SPANREF']._serialized_start=2071
-  _globals['_SPANREF']._serialized_end=2128
-  _globals['_GETPASSAGESREQUEST']._serialized_start=2130
-  _globals['_GETPASSAGESREQUEST']._serialized_end=2219
-  _globals['_GETPASSAGESRESPONSE']._serialized_start=2221
-  _globals['_GETPASSAGESRESPONSE']._serialized_end=2346
-  _globals['_LISTVERSIONSREQUEST']._serialized_start=2349
-  _globals['_LISTVERSIONSREQUEST']._serialized_end=2482
-  _globals['_LISTVERSIONSRESPONSE']._serialized_start=2484
-  _globals['_LISTVERSIONSRESPONSE']._serialized_end=2587
-  _globals['_RETRIEVALSERVICE']._serialized_start=2706
-  _globals['_RETRIEVALSERVICE']._serialized_end=3256
+  _globals['_INGESTDOCUMENTREQUEST']._serialized_end=537
+  _globals['_INGESTDOCUMENTRESPONSE']._serialized_start=540
+  _globals['_INGESTDOCUMENTRESPONSE']._serialized_end=786
+  _globals['_PAGEMAPENTRY']._serialized_start=789
+  _globals['_PAGEMAPENTRY']._serialized_end=1044
+  _globals['_EXTRACTIONISSUE']._serialized_start=1046
+  _globals['_EXTRACTIONISSUE']._serialized_end=1160
+  _globals['_EXTRACTIONREPORT']._serialized_start=1163
+  _globals['_EXTRACTIONREPORT']._serialized_end=1395
+  _globals['_APPROVEPASSAGESREQUEST']._serialized_start=1397
+  _globals['_APPROVEPASSAGESREQUEST']._serialized_end=1442
+  _globals['_APPROVEPASSAGESRESPONSE']._serialized_start=1444
+  _globals['_APPROVEPASSAGESRESPONSE']._serialized_end=1517
+  _globals['_SETVERSIONSTATUSREQUEST']._serialized_start=1519
+  _globals['_SETVERSIONSTATUSREQUEST']._serialized_end=1616
+  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_start=1618
+  _globals['_SETVERSIONSTATUSRESPONSE']._serialized_end=1699
+  _globals['_SEARCHSCOPE']._serialized_start=1701
+  _globals['_SEARCHSCOPE']._serialized_end=1822
+  _globals['_SEARCHREQUEST']._serialized_start=1825
+  _globals['_SEARCHREQUEST']._serialized_end=2011
+  _globals['_APPLIEDFILTERS']._serialized_start=2014
+  _globals['_APPLIEDFILTERS']._serialized_end=2274
+  _globals['_RETRIEVALSETTINGS']._serialized_start=2277
+  _globals['_RETRIEVALSETTINGS']._serialized_end=2591
+  _globals['_SEARCHHIT']._serialized_start=2594
+  _globals['_SEARCHHIT']._serialized_end=2796
+  _globals['_SEARCHRESPONSE']._serialized_start=2798
+  _globals['_SEARCHRESPONSE']._serialized_end=2924
+  _globals['_SPANREF']._serialized_start=2926
+  _globals['_SPANREF']._serialized_end=2983
+  _globals['_GETPASSAGESREQUEST']._serialized_start=2985
+  _globals['_GETPASSAGESREQUEST']._serialized_end=3074
+  _globals['_GETPASSAGESRESPONSE']._serialized_start=3076
+  _globals['_GETPASSAGESRESPONSE']._serialized_end=3201
+  _globals['_LISTVERSIONSREQUEST']._serialized_start=3204
+  _globals['_LISTVERSIONSREQUEST']._serialized_end=3337
+  _globals['_LISTVERSIONSRESPONSE']._serialized_start=3339
+  _globals['_LISTVERSIONSRESPONSE']._serialized_end=3442
+  _globals['_RETRIEVALSERVICE']._serialized_start=4011
+  _globals['_RETRIEVALSERVICE']._serialized_end=4677
 # @@protoc_insertion_point(module_scope)

@@ -11,19 +11,45 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class PageLabelSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PAGE_LABEL_SOURCE_UNSPECIFIED: _ClassVar[PageLabelSource]
+    PAGE_LABEL_SOURCE_TREE: _ClassVar[PageLabelSource]
+    PAGE_LABEL_SOURCE_PAGE_TEXT: _ClassVar[PageLabelSource]
+    PAGE_LABEL_SOURCE_NONE: _ClassVar[PageLabelSource]
+
+class ExtractionIssueKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EXTRACTION_ISSUE_KIND_UNSPECIFIED: _ClassVar[ExtractionIssueKind]
+    EXTRACTION_ISSUE_KIND_NO_TEXT_LAYER: _ClassVar[ExtractionIssueKind]
+    EXTRACTION_ISSUE_KIND_PAGE_LABEL_MISMATCH: _ClassVar[ExtractionIssueKind]
+    EXTRACTION_ISSUE_KIND_PAGE_LABEL_OUT_OF_SEQUENCE: _ClassVar[ExtractionIssueKind]
+    EXTRACTION_ISSUE_KIND_TABLE_HEADER_NOT_FOUND: _ClassVar[ExtractionIssueKind]
+    EXTRACTION_ISSUE_KIND_FOOTNOTE_WITHOUT_ANCHOR: _ClassVar[ExtractionIssueKind]
+
 class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SEARCH_MODE_UNSPECIFIED: _ClassVar[SearchMode]
     SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
     SEARCH_MODE_LEXICAL: _ClassVar[SearchMode]
     SEARCH_MODE_VECTOR: _ClassVar[SearchMode]
+PAGE_LABEL_SOURCE_UNSPECIFIED: PageLabelSource
+PAGE_LABEL_SOURCE_TREE: PageLabelSource
+PAGE_LABEL_SOURCE_PAGE_TEXT: PageLabelSource
+PAGE_LABEL_SOURCE_NONE: PageLabelSource
+EXTRACTION_ISSUE_KIND_UNSPECIFIED: ExtractionIssueKind
+EXTRACTION_ISSUE_KIND_NO_TEXT_LAYER: ExtractionIssueKind
+EXTRACTION_ISSUE_KIND_PAGE_LABEL_MISMATCH: ExtractionIssueKind
+EXTRACTION_ISSUE_KIND_PAGE_LABEL_OUT_OF_SEQUENCE: ExtractionIssueKind
+EXTRACTION_ISSUE_KIND_TABLE_HEADER_NOT_FOUND: ExtractionIssueKind
+EXTRACTION_ISSUE_KIND_FOOTNOTE_WITHOUT_ANCHOR: ExtractionIssueKind
 SEARCH_MODE_UNSPECIFIED: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
 SEARCH_MODE_LEXICAL: SearchMode
 SEARCH_MODE_VECTOR: SearchMode
 
 class IngestDocumentRequest(_message.Message):
-    __slots__ = ("document", "text", "status", "valid_from", "valid_to", "roles", "location_scope", "intents", "locale")
+    __slots__ = ("document", "text", "status", "valid_from", "valid_to", "roles", "location_scope", "intents", "locale", "content", "media_type", "source_filename")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +59,9 @@ class IngestDocumentRequest(_message.Message):
     LOCATION_SCOPE_FIELD_NUMBER: _ClassVar[int]
     INTENTS_FIELD_NUMBER: _ClassVar[int]
     LOCALE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FILENAME_FIELD_NUMBER: _ClassVar[int]
     document: _common_pb2.Document
     text: str
     status: _common_pb2.VersionStatus
@@ -42,19 +71,86 @@ class IngestDocumentRequest(_message.Message):
     location_scope: _containers.RepeatedScalarFieldContainer[str]
     intents: _containers.RepeatedScalarFieldContainer[_common_pb2.Intent]
     locale: str
-    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., text: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ...) -> None: ...
+    content: bytes
+    media_type: str
+    source_filename: str
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., text: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., location_scope: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ..., content: _Optional[bytes] = ..., media_type: _Optional[str] = ..., source_filename: _Optional[str] = ...) -> None: ...
 
 class IngestDocumentResponse(_message.Message):
-    __slots__ = ("version", "passages", "created", "superseded_version_ids")
+    __slots__ = ("version", "passages", "created", "superseded_version_ids", "extraction")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_VERSION_IDS_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_FIELD_NUMBER: _ClassVar[int]
     version: _common_pb2.DocumentVersion
     passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.PassageIdentity]
     created: bool
     superseded_version_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, version: _Optional[_Union[_common_pb2.DocumentVersion, _Mapping]] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.PassageIdentity, _Mapping]]] = ..., created: _Optional[bool] = ..., superseded_version_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    extraction: ExtractionReport
+    def __init__(self, version: _Optional[_Union[_common_pb2.DocumentVersion, _Mapping]] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.PassageIdentity, _Mapping]]] = ..., created: _Optional[bool] = ..., superseded_version_ids: _Optional[_Iterable[str]] = ..., extraction: _Optional[_Union[ExtractionReport, _Mapping]] = ...) -> None: ...
+
+class PageMapEntry(_message.Message):
+    __slots__ = ("viewer_page", "page_label", "label_source", "tree_label", "has_tree_label", "printed_label", "verified", "has_text_layer", "start", "end")
+    VIEWER_PAGE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_LABEL_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TREE_LABEL_FIELD_NUMBER: _ClassVar[int]
+    HAS_TREE_LABEL_FIELD_NUMBER: _ClassVar[int]
+    PRINTED_LABEL_FIELD_NUMBER: _ClassVar[int]
+    VERIFIED_FIELD_NUMBER: _ClassVar[int]
+    HAS_TEXT_LAYER_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    viewer_page: int
+    page_label: str
+    label_source: PageLabelSource
+    tree_label: str
+    has_tree_label: bool
+    printed_label: str
+    verified: bool
+    has_text_layer: bool
+    start: int
+    end: int
+    def __init__(self, viewer_page: _Optional[int] = ..., page_label: _Optional[str] = ..., label_source: _Optional[_Union[PageLabelSource, str]] = ..., tree_label: _Optional[str] = ..., has_tree_label: _Optional[bool] = ..., printed_label: _Optional[str] = ..., verified: _Optional[bool] = ..., has_text_layer: _Optional[bool] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class ExtractionIssue(_message.Message):
+    __slots__ = ("kind", "message", "viewer_page")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    VIEWER_PAGE_FIELD_NUMBER: _ClassVar[int]
+    kind: ExtractionIssueKind
+    message: str
+    viewer_page: int
+    def __init__(self, kind: _Optional[_Union[ExtractionIssueKind, str]] = ..., message: _Optional[str] = ..., viewer_page: _Optional[int] = ...) -> None: ...
+
+class ExtractionReport(_message.Message):
+    __slots__ = ("source_sha256", "media_type", "extraction_version", "pages", "issues", "passages_needing_review")
+    SOURCE_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    ISSUES_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_NEEDING_REVIEW_FIELD_NUMBER: _ClassVar[int]
+    source_sha256: str
+    media_type: str
+    extraction_version: str
+    pages: _containers.RepeatedCompositeFieldContainer[PageMapEntry]
+    issues: _containers.RepeatedCompositeFieldContainer[ExtractionIssue]
+    passages_needing_review: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, source_sha256: _Optional[str] = ..., media_type: _Optional[str] = ..., extraction_version: _Optional[str] = ..., pages: _Optional[_Iterable[_Union[PageMapEntry, _Mapping]]] = ..., issues: _Optional[_Iterable[_Union[ExtractionIssue, _Mapping]]] = ..., passages_needing_review: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ApprovePassagesRequest(_message.Message):
+    __slots__ = ("passage_ids",)
+    PASSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    passage_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, passage_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ApprovePassagesResponse(_message.Message):
+    __slots__ = ("passages",)
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Passage]
+    def __init__(self, passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ...) -> None: ...
 
 class SetVersionStatusRequest(_message.Message):
     __slots__ = ("version_id", "status")

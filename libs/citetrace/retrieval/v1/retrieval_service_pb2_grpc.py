@@ -61,6 +61,11 @@ class RetrievalServiceStub:
                 request_serializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ListVersionsRequest.SerializeToString,
                 response_deserializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ListVersionsResponse.FromString,
                 _registered_method=True)
+        self.ApprovePassages = channel.unary_unary(
+                '/citetrace.retrieval.v1.RetrievalService/ApprovePassages',
+                request_serializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ApprovePassagesRequest.SerializeToString,
+                response_deserializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ApprovePassagesResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -103,6 +108,13 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApprovePassages(self, request, context):
+        """Makes passages marked for review eligible as evidence (role policy_admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -130,6 +142,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.ListVersions,
                     request_deserializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ListVersionsRequest.FromString,
                     response_serializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ListVersionsResponse.SerializeToString,
+            ),
+            'ApprovePassages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApprovePassages,
+                    request_deserializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ApprovePassagesRequest.FromString,
+                    response_serializer=citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ApprovePassagesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -269,6 +286,33 @@ class RetrievalService:
             '/citetrace.retrieval.v1.RetrievalService/ListVersions',
             citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ListVersionsRequest.SerializeToString,
             citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ListVersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApprovePassages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.retrieval.v1.RetrievalService/ApprovePassages',
+            citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ApprovePassagesRequest.SerializeToString,
+            citetrace_dot_retrieval_dot_v1_dot_retrieval__service__pb2.ApprovePassagesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,108 @@
+"""`citetrace ingest` with PDF and HTML files and their .meta.yaml sidecars, against a real service."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from apps.cli.ask import render
+from apps.cli.main import main as cli
+
+from . import fixtures
+from .test_ingest_sources import service
+
+SIDECAR = """tenant: doc-tenant
+document_id: {doc}
+source_class: scheduling_policy
+title: Synthetic {doc}
+valid_from: 2025-01-01
+roles: [patient]
+intents: [arrival_preparation]
+locale: en
+"""
+
+
+@pytest.fixture
+def stack(auth, tmp_path, monkeypatch):
+    for key in [k for k in os.environ if k.startswith("CITETRACE_AUTH_")]:
+        monkeypatch.delenv(key)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dev-secret").write_text(auth.hs256_secret + "\n")
+    with service(auth, tmp_path / "service") as client:
+        yield client, data
+
+
+def run(stack, *args, capsys):
+    client, data = stack
+    code = cli(["ingest", "--data-dir", str(data), "--target", client.core_address, *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_pdf_and_html_with_sidecars_and_the_report(stack, tmp_path, capsys, handbook_pdf):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "handbook.pdf").write_bytes(handbook_pdf)
+    (folder / "handbook.pdf.meta.yaml").write_text(SIDECAR.format(doc="handbook"))
+    (folder / "harbor.html").write_text(fixtures.HTML_PAGE)
+    (folder / "harbor.html.meta.yaml").write_text(SIDECAR.format(doc="harbor"))
+    code, out, err = run(stack, folder, capsys=capsys)
+    assert code == 0, out + err
+    assert "ingest: 2 of 2 file(s) ok" in err, "sidecars are not taken for documents"
+    lines = out.splitlines()
+    assert any(line.startswith(f"{folder / 'handbook.pdf'}: created document=handbook") for line in lines)
+    assert "8 page(s); labels 1:i, 2:ii, 3:-, 4:A-1" in out
+    assert "PAGE_LABEL_MISMATCH: viewer page 8" in out
+    code, out, _ = run(stack, folder / "handbook.pdf", capsys=capsys)
+    assert code == 0 and ": unchanged document=handbook" in out
+
+
+def test_a_missing_or_invalid_sidecar_names_both_files(stack, tmp_path, capsys, handbook_pdf):
+    (tmp_path / "lost.pdf").write_bytes(handbook_pdf)
+    (tmp_path / "bad.html").write_text(fixtures.HTML_PAGE)
+    (tmp_path / "bad.html.meta.yaml").write_text(SIDECAR.format(doc="bad").replace("roles: [patient]\n", "")
+                                                 + "owner: someone\n")
+    (tmp_path / "typo.pdf").write_bytes(handbook_pdf)
+    (tmp_path / "typo.pdf.meta.yaml").write_text(SIDECAR.format(doc="typo").replace("roles: [patient]", "roles: [patient"))
+    code, out, _ = run(stack, tmp_path / "lost.pdf", tmp_path / "bad.html", tmp_path / "typo.pdf", capsys=capsys)
+    assert code == 1
+    assert f"{tmp_path / 'lost.pdf'}: FAILED lost.pdf.meta.yaml: file: missing: lost.pdf needs its metadata" in out
+    assert f"{tmp_path / 'bad.html'}: FAILED bad.html.meta.yaml: owner: unknown key" in out
+    assert f"{tmp_path / 'typo.pdf'}: FAILED typo.pdf.meta.yaml: file: malformed YAML" in out
+    client, _ = stack
+    assert not any(client.versions(d) for d in ("lost", "bad", "typo"))
+
+
+def test_bad_files_are_named_and_nothing_is_stored(stack, tmp_path, capsys, handbook_pdf):
+    huge = tmp_path / "huge.pdf"
+    with huge.open("wb") as handle:  # a sparse 200 MB file: its size is checked before it is read
+        handle.write(b"%PDF-1.7\n")
+        handle.truncate(200 * 1024 * 1024)
+    (tmp_path / "corrupt.pdf").write_bytes(handbook_pdf[:4000])
+    (tmp_path / "scripted.html").write_text("<html><body><p>Arrive early.</p><script>x()</script></body></html>")
+    for name in ("huge", "corrupt", "scripted"):
+        suffix = "html" if name == "scripted" else "pdf"
+        (tmp_path / f"{name}.{suffix}.meta.yaml").write_text(SIDECAR.format(doc=name))
+    code, out, _ = run(stack, huge, tmp_path / "corrupt.pdf", tmp_path / "scripted.html", capsys=capsys)
+    assert code == 1
+    assert f"{huge}: FAILED file: 200.0 MiB (209715200 bytes) is over the limit of one source, 32 MiB" in out
+    assert f"{tmp_path / 'corrupt.pdf'}: FAILED file: CORRUPT_SOURCE: corrupt.pdf: not a readable PDF" in out
+    assert f"{tmp_path / 'scripted.html'}: FAILED file: ACTIVE_CONTENT: scripted.html: HTML with scripts" in out
+    client, _ = stack
+    assert not any(client.versions(d) for d in ("huge", "corrupt", "scripted"))
+
+
+def test_ask_shows_the_printed_page_and_the_viewer_page():
+    from citetrace.common.v1 import common_pb2 as c_pb
+    from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+
+    response = pb.AskResponse(trace_id="t1")
+    part = response.parts.add(part_id="p1", outcome=c_pb.PART_OUTCOME_ANSWERED)
+    claim = part.claims.add(claim_id="c1", text="Arrive 15 minutes early.")
+    claim.citations.add(passage_id="p" * 64, document_id="handbook", version_id="v" * 64, start=10, end=90,
+                        title="Handbook", page_start=9, page_end=9, page_label_start="3", page_label_end="3",
+                        link="/documents/handbook/versions/vvv#page=9&chars=10-90")
+    text = render(response)
+    assert "p. 3 (viewer page 9), chars 10-90" in text and "#page=9&chars=10-90" in text
