@@ -488,7 +488,8 @@ class RetrievalCore:
                    passages=sum(len(p.passages) for p in ready)):
             # Embed before storing: a model failure stores nothing. Cached by text digest.
             inputs = [embedding_text(q.heading_context, p.text[q.start:q.end]) for p in ready for q in p.passages]
-            vectors = self._embed(inputs) if inputs else np.empty((0, 0), np.float32)
+            with stage(SERVICE, "retrieval.embed_passages", passages=len(inputs)):
+                vectors = self._embed(inputs) if inputs else np.empty((0, 0), np.float32)
             offset = 0
             for p in ready:
                 p.vectors = vectors[offset:offset + len(p.passages)]
@@ -648,23 +649,24 @@ class RetrievalCore:
         """The extraction of these bytes: the stored one when this extractor already read them for
         this document (nothing is extracted twice), else a new one. Refusals name the file."""
         if media_type != MARKDOWN:
-            known = self.store.find_extraction(doc.tenant_id, doc.document_id, source_sha256, extraction_version)
-            if known is not None:
-                record, text = known
-                if version_id_of(text) == record.version_id:
-                    return self._stored_extraction(doc.tenant_id, record, text)
+            record = self.store.find_extraction(doc.tenant_id, doc.document_id, source_sha256, extraction_version)
+            bundle = self._verified_bundles(doc.tenant_id, [record.version_id]).get(record.version_id) \
+                if record is not None else None
+            if bundle is not None:
+                return self._stored_extraction(record, bundle)
         try:
             with stage(SERVICE, "retrieval.extract", media_type=media_type, bytes=len(source)):
                 return self.extractors.get(media_type, filename).extract(source, filename)
         except SourceError as err:
             raise InvalidArgument(err.reason, err.message, file=filename) from err
 
-    def _stored_extraction(self, tenant_id: str, record: ExtractionRecord, text: str) -> Extraction:
-        """An extraction read back from the store, its review spans from the stored passages."""
+    @staticmethod
+    def _stored_extraction(record: ExtractionRecord, bundle: VersionBundle) -> Extraction:
+        """An extraction read back from the (verified) store, its review spans from its passages."""
         from services.retrieval.extract.base import ReviewSpan
 
-        spans = tuple(ReviewSpan(p.start, p.end, p.review_reason)
-                      for p in self.store.active_passages(tenant_id, record.version_id) if p.review_reason)
+        spans = tuple(ReviewSpan(p.start, p.end, p.review_reason) for p in bundle.active_passages if p.review_reason)
+        text = bundle.text
         return Extraction(text=text, media_type=record.media_type,
                           pages=tuple(PageInfo.from_dict(p) for p in record.page_map),
                           issues=tuple(ExtractionIssue.from_dict(i) for i in record.issues), review_spans=spans)
@@ -717,8 +719,11 @@ class RetrievalCore:
             raise InvalidArgument("TOO_MANY_PASSAGES",
                                   f"at most {self.settings.max_passages_per_request} passages per request")
         with self._write_lock:
-            found, missing, not_under_review = self.store.approve_passages(principal.tenant_id, ids,
-                                                                           principal.subject, utcnow())
+            try:
+                found, missing, not_under_review = self.store.approve_passages(principal.tenant_id, ids,
+                                                                               principal.subject, utcnow())
+            except IntegrityFailure as failure:  # a version changed outside the service is never re-signed
+                raise self._refuse(failure) from failure
             if missing:  # nothing was approved: all or none
                 raise NotFound("PASSAGE_NOT_FOUND", f"no passage {missing[0]} in the caller's tenant",
                                passage_id=missing[0])
@@ -726,10 +731,9 @@ class RetrievalCore:
                 raise FailedPrecondition("PASSAGE_NOT_UNDER_REVIEW",
                                          f"passage {not_under_review[0]} was never marked for review",
                                          passage_id=not_under_review[0])
-            for version_id in sorted({p.version_id for p in found}):
-                version = self.store.get_version(principal.tenant_id, version_id)
-                if version is not None:
-                    self._refresh_version(version)
+            bundles = self._verified_bundles(principal.tenant_id, sorted({p.version_id for p in found}))
+            for bundle in bundles.values():  # the approved passages become searchable
+                self._refresh_version(bundle.version)
         reads, _ = self.get_passages(principal, ids, [])
         return reads
 

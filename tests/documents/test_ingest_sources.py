@@ -245,3 +245,23 @@ def test_size_limits_name_the_file(auth, tmp_path):
         code, _, details = refused(small.ingest, "huge", b"0" * (3 * 1024 * 1024), filename="huge.pdf")
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert not small.versions("big") and not small.versions("huge")
+
+
+@pytest.mark.parametrize("column, value", [("page_label_start", "A-9"), ("page_start", 2),
+                                           ("review_state", "approved")])
+def test_a_database_writer_cannot_move_a_passage_to_another_page_or_approve_it(fresh, column, value):
+    """Page locators and review state are covered by the version's signature (issue 16): a row
+    edited behind the service is refused, never served with a forged page or approval."""
+    import sqlalchemy as sa
+
+    from services.retrieval.store.models import PassageRow
+
+    reply = fresh.ingest("notes", fixtures.notes_and_tables_pdf(), filename="notes.pdf")
+    target = reply.extraction.passages_needing_review[0] if column == "review_state" else reply.passages[0].passage_id
+    engine = sa.create_engine(fresh.core.store.url)
+    with engine.begin() as conn:
+        conn.execute(PassageRow.__table__.update().where(PassageRow.__table__.c.passage_id == target)
+                     .values(**{column: value}))
+    engine.dispose()
+    code, reason, _ = refused(fresh.get, [target])
+    assert code == grpc.StatusCode.DATA_LOSS and reason.startswith("PASSAGE"), reason

@@ -79,6 +79,7 @@ _PAGE_NUMBER = re.compile(
     r"\s*[-–—]?\s*(?:(?:of|/|av)\s*\d{1,4})?$", re.IGNORECASE)
 _NOTE_MARKER = re.compile(r"^(\d{1,2}|[*†‡§])(?:\s+|(?=[A-Z]))(.*)$")
 _REF_MARKER = re.compile(r"^(?:\d{1,2}|[*†‡§])$")
+_TRAILING = re.compile(r"^[.,;:!?)\]]+$")
 _LIST_ITEM = re.compile(r"^([•◦▪‣∙●○■□–\-*]|\d{1,3}[.)]|[a-z][.)])\s+(.*)$")
 _ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 _FINAL_PUNCTUATION = (".", "!", "?", ":", ";", "\u3002")
@@ -361,6 +362,8 @@ def _line_text(line: _Line) -> None:
         if raised and previous is not None and _REF_MARKER.match(w["text"]) and w["x0"] - previous["x1"] < 2.0:
             parts[-1] += footnote_marker(w["text"])
             line.refs.append(w["text"])
+        elif previous is not None and parts and w["x0"] - previous["x1"] < 0.5 and _TRAILING.match(w["text"]):
+            parts[-1] += w["text"]  # punctuation set right after a marker ("spots¹.") is not a word
         else:
             parts.append(w["text"])
         previous = w

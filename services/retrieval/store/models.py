@@ -137,8 +137,9 @@ class ExtractionRow(Base):
     (same bytes, different text); none is ever rewritten (migration 0004)."""
 
     __tablename__ = "ret_extractions"
+    # No foreign key: a record of an ingestion run, never evidence by itself (the version it names is
+    # read and verified like any other).
     __table_args__ = (
-        ForeignKeyConstraint(["tenant_id", "version_id"], ["ret_versions.tenant_id", "ret_versions.version_id"]),
         Index("ix_ret_extractions_source", "tenant_id", "document_id", "source_sha256", "extraction_version"),
     )
 

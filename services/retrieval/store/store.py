@@ -541,19 +541,15 @@ class Store:
                                 issues=extraction.issues, created_at=now))
 
     def find_extraction(self, tenant_id: str, document_id: str, source_sha256: str,
-                        extraction_version: str) -> tuple[ExtractionRecord, str] | None:
-        """An extraction of these bytes by this extractor already stored for the document, with
-        its version text: re-ingesting them creates nothing, and needs no new extraction."""
+                        extraction_version: str) -> ExtractionRecord | None:
+        """An extraction of these bytes by this extractor already stored for the document:
+        re-ingesting them creates nothing and needs no new extraction."""
         with self._session() as s:
             row = s.scalars(select(ExtractionRow).where(
                 ExtractionRow.tenant_id == tenant_id, ExtractionRow.document_id == document_id,
                 ExtractionRow.source_sha256 == source_sha256,
                 ExtractionRow.extraction_version == extraction_version).limit(1)).first()
-            if row is None:
-                return None
-            text = s.scalar(select(VersionRow.text).where(VersionRow.tenant_id == tenant_id,
-                                                          VersionRow.version_id == row.version_id))
-            return _extraction_record(row), text or ""
+            return None if row is None else _extraction_record(row)
 
     def extractions(self, tenant_id: str, version_id: str) -> list[ExtractionRecord]:
         """Every extraction stored for a version, oldest first."""
