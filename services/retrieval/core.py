@@ -721,7 +721,7 @@ class RetrievalCore:
         with self._write_lock:
             try:
                 found, missing, not_under_review = self.store.approve_passages(principal.tenant_id, ids,
-                                                                               principal.subject, utcnow())
+                                                                               principal.subject, utc_now())
             except IntegrityFailure as failure:  # a version changed outside the service is never re-signed
                 raise self._refuse(failure) from failure
             if missing:  # nothing was approved: all or none

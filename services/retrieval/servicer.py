@@ -127,8 +127,6 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         )
 
     def ApprovePassages(self, request, context):
-        if not request.passage_ids:
-            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids")
         passages = self._core().approve_passages(current_principal(), list(request.passage_ids))
         return pb.ApprovePassagesResponse(passages=[read_to_proto(p) for p in passages])
 
