@@ -106,3 +106,16 @@ def test_ask_shows_the_printed_page_and_the_viewer_page():
                         link="/documents/handbook/versions/vvv#page=9&chars=10-90")
     text = render(response)
     assert "p. 3 (viewer page 9), chars 10-90" in text and "#page=9&chars=10-90" in text
+
+
+def test_markdown_takes_a_sidecar_only_without_front_matter(stack, tmp_path, capsys):
+    plain = tmp_path / "plain.md"
+    plain.write_text("# Parking\n\nPark on level 2.\n")
+    (tmp_path / "plain.md.meta.yaml").write_text(SIDECAR.format(doc="plain"))
+    both = tmp_path / "both.md"
+    both.write_text("---\n" + SIDECAR.format(doc="both") + "---\n# Parking\n\nPark on level 3.\n")
+    (tmp_path / "both.md.meta.yaml").write_text(SIDECAR.format(doc="both"))
+    code, out, _ = run(stack, plain, both, capsys=capsys)
+    assert code == 1
+    assert f"{plain}: created document=plain" in out
+    assert f"{both}: FAILED both.md.meta.yaml: file: both.md has front matter too" in out
