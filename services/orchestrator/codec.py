@@ -61,6 +61,7 @@ FAILURE_REASON = EnumTable(m.FailureReason, c_pb.FailureReason, "FAILURE_REASON_
 SLOT_STATUS = EnumTable(m.SlotStatus, c_pb.SlotStatus, "SLOT_STATUS_")
 VERSION_STATUS = EnumTable(m.VersionStatus, c_pb.VersionStatus, "VERSION_STATUS_")
 SEARCH_MODE = EnumTable(m.SearchMode, ret_pb.SearchMode, "SEARCH_MODE_")
+REVIEW_STATE = EnumTable(m.ReviewState, c_pb.ReviewState, "REVIEW_STATE_")
 
 
 # -- passages and search ---------------------------------------------------------------------------
@@ -86,12 +87,13 @@ def identity_pb(ident: m.PassageIdentity) -> c_pb.PassageIdentity:
 
 def passage_from_pb(passage: c_pb.Passage) -> m.Passage:
     return m.Passage(identity_from_pb(passage.identity), passage.text, passage.heading_context, passage.title,
-                     passage.locale)
+                     passage.locale, REVIEW_STATE.domain(passage.review_state), passage.review_reason)
 
 
 def passage_pb(passage: m.Passage, *, with_text: bool = True) -> c_pb.Passage:
     return c_pb.Passage(identity=identity_pb(passage.identity), text=passage.text if with_text else "",
-                        heading_context=passage.heading_context, title=passage.title, locale=passage.locale)
+                        heading_context=passage.heading_context, title=passage.title, locale=passage.locale,
+                        review_state=REVIEW_STATE.pb(passage.review_state), review_reason=passage.review_reason)
 
 
 def labelled_pb(items: tuple[m.LabelledPassage, ...]) -> list[c_pb.LabelledPassage]:

@@ -99,6 +99,16 @@ class FailureReason(StrEnum):
     SCOPE_VIOLATION = "SCOPE_VIOLATION"
     CHECK_UNAVAILABLE = "CHECK_UNAVAILABLE"
     UNSUPPORTED_CLAIM = "UNSUPPORTED_CLAIM"
+    PASSAGE_NEEDS_REVIEW = "PASSAGE_NEEDS_REVIEW"
+
+
+class ReviewState(StrEnum):
+    """Whether a passage may be evidence (an extraction that could not capture its context: PENDING)."""
+
+    UNSPECIFIED = "UNSPECIFIED"
+    NOT_REQUIRED = "NOT_REQUIRED"
+    PENDING = "PENDING"
+    APPROVED = "APPROVED"
 
 
 class SlotStatus(StrEnum):
@@ -176,6 +186,8 @@ class Passage:
     heading_context: str = ""
     title: str = ""
     locale: str = ""
+    review_state: ReviewState = ReviewState.UNSPECIFIED
+    review_reason: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
