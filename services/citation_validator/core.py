@@ -9,19 +9,19 @@ finding CHECK_UNAVAILABLE and the claim's support is UNRESOLVED.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
-from citetrace import claimtext
 from citetrace.identity import passage_id_of, pinned_link, sha256_hex
 from citetrace.kit.metrics import record_citation_failure
 from citetrace.kit.telemetry import stage
 from citetrace.kit.timestamps import utc_now
+from citetrace.textnorm import tokens
 from citetrace.vocab import APPROVED
 
 from services.citation_validator import support as support_mod
 from services.citation_validator.policy import SourcePolicy
+from services.citation_validator.support import checks as support_checks
 
 CITATION_GAP = "CITATION_GAP"
 CITATION_UNKNOWN = "CITATION_UNKNOWN"
@@ -160,6 +160,7 @@ class ClaimResult:
     support_reason: str
     citations: list[Citation]
     withheld: bool
+    support_model: str = ""
 
 
 @dataclasses.dataclass
@@ -187,7 +188,7 @@ def _pages(pages: tuple[int, int, str, str]) -> str:
 
 
 def states_rule(text: str) -> bool:
-    return bool(claimtext.quantities(text)) or bool(set(claimtext.tokens(text)) & _RULE_WORDS)
+    return bool(support_checks.quantities(text)) or bool(set(tokens(text)) & _RULE_WORDS)
 
 
 class Validator:
@@ -195,19 +196,17 @@ class Validator:
         self,
         store: PassageStore,
         policy: SourcePolicy,
-        thresholds: support_mod.Thresholds,
-        similarity: Callable[[str, str], float] | None = None,
+        support_model: support_mod.SupportModel,
         reload_timeout: float = 2.0,
-        similarity_model: str = "",
     ) -> None:
         self.store = store
         self.policy = policy
-        self.thresholds = thresholds
-        self.similarity = similarity
+        self.support = support_model
         self.reload_timeout = reload_timeout
-        self.support_model = f"{support_mod.METHOD};thresholds={thresholds.version}" + (
-            f";similarity={similarity_model}" if similarity is not None and similarity_model else ""
-        )
+
+    @property
+    def support_model(self) -> str:
+        return self.support.version
 
     def validate(
         self, tenant_id: str, claims: list[ClaimIn], offered: list[OfferedPassage], as_of: datetime | None
@@ -395,7 +394,7 @@ class Validator:
                     stored.content_sha256, stored.source_anchor, stored.source_class,
                     pinned_link(stored.document_id, stored.version_id, stored.start, stored.end,
                                 page=stored.page_start), stored.title, *stored.pages))
-                evidence.append(support_mod.Evidence(stored.text, f"{stored.title} {stored.heading_context}"))
+                evidence.append(support_mod.Evidence(stored.text, stored.title, stored.heading_context))
         if unavailable:
             verdict, score, reason = UNRESOLVED, 0.0, "a check could not run: the store of record was unavailable"
         elif non_factual:
@@ -403,7 +402,10 @@ class Validator:
         elif not evidence:
             verdict, score, reason = UNSUPPORTED, 0.0, "no cited evidence passed the structural checks"
         else:
-            decision = support_mod.decide(claim.text, evidence, self.thresholds, self.similarity)
+            decision = self.support.decide(claim.text, evidence)
             verdict, score, reason = decision.verdict, decision.score, decision.reason
+            if decision.unavailable:  # the judge could not decide: never a silent pass
+                verdict = UNRESOLVED
+                findings.append(Finding(CHECK_UNAVAILABLE, "", "", reason))
         withheld = bool(findings) or verdict != SUPPORTED
-        return ClaimResult(claim.claim_id, findings, verdict, score, reason, citations, withheld)
+        return ClaimResult(claim.claim_id, findings, verdict, score, reason, citations, withheld, self.support.version)

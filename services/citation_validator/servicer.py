@@ -16,7 +16,7 @@ from citetrace.kit.timestamps import field_time
 from services.citation_validator.core import ClaimIn, OfferedPassage, ValidationResult, Validator
 from services.citation_validator.policy import SourcePolicy
 from services.citation_validator.store import RetrievalPassageStore
-from services.citation_validator.support import Thresholds
+from services.citation_validator.support import build_support_model
 
 log = logging.getLogger(__name__)
 _VERDICT = {
@@ -79,6 +79,7 @@ def to_proto(result: ValidationResult) -> pb.ValidateResponse:
                 support_reason=c.support_reason,
                 citations=[common_pb2.Citation(**vars(cit)) for cit in c.citations],
                 withheld=c.withheld,
+                support_model=c.support_model,
             )
             for c in result.claims
         ],
@@ -93,24 +94,17 @@ class CitationValidatorServicer(pb_grpc.CitationValidatorServiceServicer):
     def __init__(self, settings) -> None:
         self.settings = settings
         self.policy = SourcePolicy.load(settings.source_policy_file)
-        self.thresholds = Thresholds.load(settings.thresholds_file)
-        self.similarity = None
-        # A cosine is at most 1: thresholds with assist_similarity above 1 make the embedding inert,
-        # so the model is not loaded at all (saves its warm-up and memory).
-        if settings.embeddings and self.thresholds.assist_similarity <= 1.0:
-            from services.citation_validator.similarity import Similarity
-
-            self.similarity = Similarity()
-        self.validator = Validator(
-            RetrievalPassageStore(settings.retrieval_target), self.policy, self.thresholds, self.similarity,
-            reload_timeout=settings.reload_timeout_seconds,
-            similarity_model=self.similarity.model_id if self.similarity else "",
-        )
+        self.support = build_support_model(
+            settings.support_model, weights_file=settings.support_weights_file,
+            base_url=settings.support_remote_base_url, model=settings.support_remote_model,
+            api_key=settings.support_remote_api_key, timeout_seconds=settings.support_remote_timeout_seconds,
+            response_format=settings.support_remote_response_format)
+        self.validator = Validator(RetrievalPassageStore(settings.retrieval_target), self.policy, self.support,
+                                   reload_timeout=settings.reload_timeout_seconds)
 
     def warm_up(self) -> None:
-        if self.similarity is not None:
-            self.similarity.warm_up()
-        log.info("citation validator: source policy %s, thresholds %s", self.policy.version, self.thresholds.version)
+        self.support.warm_up()
+        log.info("citation validator: source policy %s, support model %s", self.policy.version, self.support.version)
 
     def Validate(self, request, context):
         claims, offered, as_of = to_domain(request, self.settings.max_claims, self.settings.max_offered)

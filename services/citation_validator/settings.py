@@ -21,10 +21,17 @@ class Settings(ServerSettings):
     reload_timeout_seconds: float = 2.0
     # Which source class may establish which claim type (versioned data).
     source_policy_file: Path = HERE / "source_policy.yaml"
-    # Support-decision thresholds, chosen on the labelled set (make bench-support).
-    thresholds_file: Path = HERE / "support_thresholds.yaml"
-    # Embedding similarity as a helper signal of the support decision (never decides alone).
-    embeddings: bool = True
+    # The support decision: embedded (learned, offline) | remote (an OpenAI-compatible judge).
+    support_model: str = "embedded"
+    # Versioned weights, gates and thresholds of the embedded model (make train-support writes them).
+    support_weights_file: Path = HERE / "support" / "model" / "support-embedded.json"
+    # The remote judge: OpenAI-compatible base URL (…/v1), model name, key, per-claim timeout.
+    support_remote_base_url: str = ""
+    support_remote_model: str = ""
+    support_remote_api_key: str = ""
+    support_remote_timeout_seconds: float = 10.0
+    # json_schema (OpenAI structured output) | json_object (with the schema inline: llama.cpp's server)
+    support_remote_response_format: str = "json_schema"
     max_claims: int = 64
     max_offered: int = 100
 
@@ -33,3 +40,9 @@ class Settings(ServerSettings):
         require(self.reload_timeout_seconds > 0, "reload_timeout_seconds must be > 0")
         require(self.max_claims >= 1 and self.max_offered >= 1, "max_claims and max_offered must be >= 1")
         require(bool(self.retrieval_target.strip()), "retrieval_target must not be empty")
+        require(self.support_model in ("embedded", "remote"), "support_model must be embedded or remote")
+        require(self.support_model != "remote" or bool(self.support_remote_base_url.strip()),
+                "support_model remote needs support_remote_base_url")
+        require(self.support_remote_response_format in ("json_schema", "json_object"),
+                "support_remote_response_format must be json_schema or json_object")
+        require(self.support_remote_timeout_seconds > 0, "support_remote_timeout_seconds must be > 0")

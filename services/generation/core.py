@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
-from citetrace import claimtext
 from citetrace.vocab import CLAIM_TYPES  # noqa: F401 - the backends read it from here
+
+from services.generation import claimtext
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,9 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from citetrace import claimtext
-
-from services.generation import relevance
+from services.generation import claimtext, relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
 
 PROMPT_VERSION = "extractive-v1"

@@ -17,10 +17,10 @@ import json
 import re
 
 import httpx
-from citetrace import claimtext
 from citetrace.kit.context import remaining_seconds
 from citetrace.kit.errors import Unavailable
 
+from services.generation import claimtext
 from services.generation.core import CLAIM_TYPES, Claim, Generated, GenerationRequest
 
 PROMPT_VERSION = "openai-claims-v1"
@@ -133,8 +133,8 @@ class OpenAIBackend:
     def _body(self, request: GenerationRequest) -> dict:
         if self.response_format == "json_schema":
             fmt = {"type": "json_schema", "json_schema": {"name": "claims", "strict": True, "schema": CLAIMS_SCHEMA}}
-        else:
-            fmt = {"type": "json_object"}
+        else:  # JSON mode with the schema inline: llama.cpp's server turns it into a grammar
+            fmt = {"type": "json_object", "schema": CLAIMS_SCHEMA}
         return {
             "model": self.model,
             "messages": build_messages(request),

@@ -26,7 +26,7 @@ import dataclasses
 import re
 import unicodedata
 
-from citetrace import claimtext
+from services.generation import claimtext
 
 _STEM = claimtext.stem
 # Chosen on the eval's cases (tests/eval/cases.yaml, "should answer" vs "should abstain"): see

@@ -1,9 +1,12 @@
-"""The source policy and thresholds are data files, validated at start-up with errors naming the
+"""The source policy and support weights are data files, validated at start-up with errors naming the
 file and key; the spans of a validation nest as DESIGN §7 says and carry no text."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from citetrace.kit.settings import SettingsError
 from citetrace.kit.telemetry import add_span_processor, setup_tracing
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -11,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from services.citation_validator.policy import SourcePolicy, SourcePolicyError
 from services.citation_validator.servicer import build_spec
 from services.citation_validator.settings import HERE, Settings
-from services.citation_validator.support import Thresholds
+from services.citation_validator.support.embedded import DEFAULT_WEIGHTS, Weights, WeightsError
 
 from .conftest import claim
 
@@ -50,15 +53,21 @@ def test_bad_policy_file_fails_the_service_start(tmp_path):
         build_spec(Settings(port=0, metrics_port=-1, source_policy_file=path))
 
 
-def test_thresholds_file_is_validated(tmp_path):
-    assert Thresholds.load(HERE / "support_thresholds.yaml").version.startswith("support-thresholds-")
-    bad = tmp_path / "t.yaml"
-    bad.write_text("version: x\nsupported_coverage: high\n")
-    with pytest.raises(ValueError, match="supported_coverage"):
-        Thresholds.load(bad)
-    bad.write_text("version: x\nsupport_cov: 1\n")
-    with pytest.raises(ValueError, match="support_cov"):
-        Thresholds.load(bad)
+def test_weights_file_is_validated(tmp_path):
+    assert Weights.load(DEFAULT_WEIGHTS).version.startswith("support-embedded-")
+    data = json.loads(DEFAULT_WEIGHTS.read_text(encoding="utf-8"))
+    bad = tmp_path / "w.json"
+    bad.write_text(json.dumps({**data, "features": data["features"][:-1]}))
+    with pytest.raises(WeightsError, match="retrain"):
+        Weights.load(bad)
+    bad.write_text(json.dumps({**data, "thresholds": {"supported": 0.2, "unsupported": 0.5}}))
+    with pytest.raises(WeightsError, match="unsupported <= supported"):
+        Weights.load(bad)
+    bad.write_text("{not json")
+    with pytest.raises(WeightsError, match=str(bad)):
+        Weights.load(bad)
+    with pytest.raises(SettingsError, match="support_remote_base_url"):
+        Settings(port=0, metrics_port=-1, support_model="remote")
 
 
 def test_validate_span_has_reload_and_support_children_without_text(validate, world):

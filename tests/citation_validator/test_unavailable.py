@@ -45,7 +45,7 @@ def _check_unavailable(reply):
 def test_retrieval_down_is_check_unavailable(auth, world, validate):
     claims = [claim("c1", ARRIVE, "S1"),
               claim("c2", "Thank you for asking.", claim_type=common_pb2.CLAIM_TYPE_NON_FACTUAL)]
-    with validator_service(auth, _dead_target(), embeddings=False, reload_timeout_seconds=1.0) as stub:
+    with validator_service(auth, _dead_target(), reload_timeout_seconds=1.0) as stub:
         started = time.monotonic()
         reply = validate(claims, world.offered("val-arrival"), stub=stub)
         assert time.monotonic() - started < 3.0
@@ -58,7 +58,7 @@ def test_retrieval_slower_than_the_deadline_is_check_unavailable(auth, world, va
     claims = [claim("c1", ARRIVE, "S1"),
               claim("c2", "Thank you for asking.", claim_type=common_pb2.CLAIM_TYPE_NON_FACTUAL)]
     with serving(slow, auth, grace=0.1) as runner, \
-            validator_service(auth, runner.address, embeddings=False, reload_timeout_seconds=0.3) as stub:
+            validator_service(auth, runner.address, reload_timeout_seconds=0.3) as stub:
         started = time.monotonic()
         reply = validate(claims, world.offered("val-arrival"), stub=stub)
         elapsed = time.monotonic() - started

@@ -1,9 +1,10 @@
-"""The text analysis shared by the generator and the validator (libs/citetrace/claimtext.py)."""
+"""The generator's text analysis (services/generation/claimtext.py): units, stems, quantities."""
 
 from __future__ import annotations
 
 import pytest
-from citetrace import claimtext as ct
+
+from services.generation import claimtext as ct
 
 POLICY = """# Arrival
 

@@ -18,6 +18,7 @@ from citetrace.generation.v1 import generation_service_pb2_grpc as pb_grpc
 from citetrace.kit.clients import error_info
 from citetrace.kit.testing import serving
 
+from services.generation.openai_backend import CLAIMS_SCHEMA
 from services.generation.servicer import build_spec
 from services.generation.settings import Settings
 
@@ -193,7 +194,7 @@ def test_json_object_mode(chat, auth, metadata_for):
         reply = pb_grpc.GenerationServiceStub(channel).Generate(_request(), timeout=10,
                                                                 metadata=metadata_for("acme-health"))
     assert len(reply.claims) == 2
-    assert chat.requests[-1]["response_format"] == {"type": "json_object"}
+    assert chat.requests[-1]["response_format"] == {"type": "json_object", "schema": CLAIMS_SCHEMA}
     assert "Authorization" not in chat.headers[-1]
 
 

@@ -26,7 +26,7 @@ from citetrace.common.v1 import common_pb2 as citetrace_dot_common_dot_v1_dot_co
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n@citetrace/citation_validator/v1/citation_validator_service.proto\x12\x1f\x63itetrace.citation_validator.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x01\n\x0fValidateRequest\x12*\n\x06\x63laims\x18\x01 \x03(\x0b\x32\x1a.citetrace.common.v1.Claim\x12\x35\n\x07offered\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.LabelledPassage\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06intent\x18\x04 \x01(\x0e\x32\x1b.citetrace.common.v1.Intent\"q\n\x07\x46inding\x12\x32\n\x06reason\x18\x01 \x01(\x0e\x32\".citetrace.common.v1.FailureReason\x12\r\n\x05label\x18\x02 \x01(\t\x12\x12\n\npassage_id\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"\x88\x02\n\x0f\x43laimValidation\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12:\n\x08\x66indings\x18\x02 \x03(\x0b\x32(.citetrace.citation_validator.v1.Finding\x12\x34\n\x07support\x18\x03 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\x12\x15\n\rsupport_score\x18\x04 \x01(\x01\x12\x16\n\x0esupport_reason\x18\x05 \x01(\t\x12\x30\n\tcitations\x18\x06 \x03(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x10\n\x08withheld\x18\x07 \x01(\x08\"\xd6\x01\n\x10ValidateResponse\x12@\n\x06\x63laims\x18\x01 \x03(\x0b\x32\x30.citetrace.citation_validator.v1.ClaimValidation\x12:\n\x08\x66indings\x18\x02 \x03(\x0b\x32(.citetrace.citation_validator.v1.Finding\x12\x0e\n\x06passed\x18\x03 \x01(\x08\x12\x1d\n\x15source_policy_version\x18\x04 \x01(\t\x12\x15\n\rsupport_model\x18\x05 \x01(\t2\x8b\x01\n\x18\x43itationValidatorService\x12o\n\x08Validate\x12\x30.citetrace.citation_validator.v1.ValidateRequest\x1a\x31.citetrace.citation_validator.v1.ValidateResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n@citetrace/citation_validator/v1/citation_validator_service.proto\x12\x1f\x63itetrace.citation_validator.v1\x1a citetrace/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x01\n\x0fValidateRequest\x12*\n\x06\x63laims\x18\x01 \x03(\x0b\x32\x1a.citetrace.common.v1.Claim\x12\x35\n\x07offered\x18\x02 \x03(\x0b\x32$.citetrace.common.v1.LabelledPassage\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06intent\x18\x04 \x01(\x0e\x32\x1b.citetrace.common.v1.Intent\"q\n\x07\x46inding\x12\x32\n\x06reason\x18\x01 \x01(\x0e\x32\".citetrace.common.v1.FailureReason\x12\r\n\x05label\x18\x02 \x01(\t\x12\x12\n\npassage_id\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"\x9f\x02\n\x0f\x43laimValidation\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12:\n\x08\x66indings\x18\x02 \x03(\x0b\x32(.citetrace.citation_validator.v1.Finding\x12\x34\n\x07support\x18\x03 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\x12\x15\n\rsupport_score\x18\x04 \x01(\x01\x12\x16\n\x0esupport_reason\x18\x05 \x01(\t\x12\x30\n\tcitations\x18\x06 \x03(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x10\n\x08withheld\x18\x07 \x01(\x08\x12\x15\n\rsupport_model\x18\x08 \x01(\t\"\xd6\x01\n\x10ValidateResponse\x12@\n\x06\x63laims\x18\x01 \x03(\x0b\x32\x30.citetrace.citation_validator.v1.ClaimValidation\x12:\n\x08\x66indings\x18\x02 \x03(\x0b\x32(.citetrace.citation_validator.v1.Finding\x12\x0e\n\x06passed\x18\x03 \x01(\x08\x12\x1d\n\x15source_policy_version\x18\x04 \x01(\t\x12\x15\n\rsupport_model\x18\x05 \x01(\t2\x8b\x01\n\x18\x43itationValidatorService\x12o\n\x08Validate\x12\x30.citetrace.citation_validator.v1.ValidateRequest\x1a\x31.citetrace.citation_validator.v1.ValidateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,9 +38,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FINDING']._serialized_start=375
   _globals['_FINDING']._serialized_end=488
   _globals['_CLAIMVALIDATION']._serialized_start=491
-  _globals['_CLAIMVALIDATION']._serialized_end=755
-  _globals['_VALIDATERESPONSE']._serialized_start=758
-  _globals['_VALIDATERESPONSE']._serialized_end=972
-  _globals['_CITATIONVALIDATORSERVICE']._serialized_start=975
-  _globals['_CITATIONVALIDATORSERVICE']._serialized_end=1114
+  _globals['_CLAIMVALIDATION']._serialized_end=778
+  _globals['_VALIDATERESPONSE']._serialized_start=781
+  _globals['_VALIDATERESPONSE']._serialized_end=995
+  _globals['_CITATIONVALIDATORSERVICE']._serialized_start=998
+  _globals['_CITATIONVALIDATORSERVICE']._serialized_end=1137
 # @@protoc_insertion_point(module_scope)

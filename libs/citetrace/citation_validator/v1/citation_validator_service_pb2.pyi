@@ -35,7 +35,7 @@ class Finding(_message.Message):
     def __init__(self, reason: _Optional[_Union[_common_pb2.FailureReason, str]] = ..., label: _Optional[str] = ..., passage_id: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ClaimValidation(_message.Message):
-    __slots__ = ("claim_id", "findings", "support", "support_score", "support_reason", "citations", "withheld")
+    __slots__ = ("claim_id", "findings", "support", "support_score", "support_reason", "citations", "withheld", "support_model")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     FINDINGS_FIELD_NUMBER: _ClassVar[int]
     SUPPORT_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class ClaimValidation(_message.Message):
     SUPPORT_REASON_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     WITHHELD_FIELD_NUMBER: _ClassVar[int]
+    SUPPORT_MODEL_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     findings: _containers.RepeatedCompositeFieldContainer[Finding]
     support: _common_pb2.SupportVerdict
@@ -50,7 +51,8 @@ class ClaimValidation(_message.Message):
     support_reason: str
     citations: _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]
     withheld: bool
-    def __init__(self, claim_id: _Optional[str] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., support: _Optional[_Union[_common_pb2.SupportVerdict, str]] = ..., support_score: _Optional[float] = ..., support_reason: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[_common_pb2.Citation, _Mapping]]] = ..., withheld: _Optional[bool] = ...) -> None: ...
+    support_model: str
+    def __init__(self, claim_id: _Optional[str] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ..., support: _Optional[_Union[_common_pb2.SupportVerdict, str]] = ..., support_score: _Optional[float] = ..., support_reason: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[_common_pb2.Citation, _Mapping]]] = ..., withheld: _Optional[bool] = ..., support_model: _Optional[str] = ...) -> None: ...
 
 class ValidateResponse(_message.Message):
     __slots__ = ("claims", "findings", "passed", "source_policy_version", "support_model")

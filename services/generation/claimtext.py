@@ -1,4 +1,4 @@
-"""Text analysis shared by the generator and the citation validator (no grpc, no model).
+"""Text analysis of the generator (no grpc, no model): how it reads passages into answerable units.
 
 - ``units(text)``: a passage split into answerable units — sentences, list items, table rows —
   with a rule's qualifier or exception kept with it ("Except ...", "However, ...", "Unless ...",
@@ -16,13 +16,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 
-import Stemmer
-
-_STEMMER = Stemmer.Stemmer("english")
-_WORD = re.compile(r"[A-Za-z\u00C0-\u024F\u0370-\u1FFF\u3040-\u30FF\u4E00-\u9FFF]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*")
+from citetrace import textnorm
 
 NEGATION_CUES = frozenset({"not", "no", "never", "cannot", "without", "none", "nor", "neither", "nothing"})
 EXCEPTION_CUES = frozenset({"except", "unless", "excluding", "exception", "exceptions", "however", "but"})
@@ -32,17 +28,7 @@ QUALIFIER_CUES = EXCEPTION_CUES | RESTRICTION_CUES | UNIVERSAL_CUES
 
 # Function words. Negations, qualifiers, modals that carry obligation ("must", "may") and
 # numbers are deliberately NOT here.
-STOPWORDS = frozenset(
-    """a an the and or of to in on at by for from with as is are was were be been being am do does did
-    this that these those it its it's their there they them we our ours you your yours i me my he she his
-    her him which who whom whose what when where why how if then than so such into onto over under
-    about above below up down out off again further once here also too very can will would could
-    shall should just own same other some more most both each few s t d ll re ve m o y has have had
-    having get gets got please via per within upon while during before after between through
-    s1 s2 s3 s4 s5 s6 s7 s8 s9""".split()  # noqa: SIM905
-)
-# "before"/"after"/"within" matter for rules ("24 hours before"), so keep them as content words.
-STOPWORDS = STOPWORDS - {"before", "after", "within", "during", "between", "over", "under"}
+STOPWORDS = textnorm.STOPWORDS
 
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -100,15 +86,8 @@ class Unit:
     cells: str = ""
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-case word tokens; "n't" and "cannot" become "not"."""
-    lowered = text.lower().replace("’", "'").replace("cannot", "can not").replace("n't", " not")
-    return _WORD.findall(lowered)
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    return _STEMMER.stemWord(word)
+tokens = textnorm.tokens
+stem = textnorm.stem
 
 
 _DIGIT_WORDS = {w: str(int(v)) for w, v in NUMBER_WORDS.items() if w not in {"one", "once", "single", "double", "half"}}
