@@ -22,6 +22,7 @@ from citetrace.receipts import build_receipt, check_retrievable, cited_passage_i
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 from citetrace.vocab import INTENT
+from citetrace.vocab import enum_label as enum_name
 from google.protobuf import json_format, timestamp_pb2
 
 from apps.cli.common import add_data_dir, dev_token, fail, rpc_failure, split_list, target, time_arg
@@ -62,13 +63,6 @@ def rpc(method, request, token: str, timeout: float = 30.0, not_found_patience: 
                 time.sleep(0.1)
                 continue
             fail(rpc_failure(err, "trace"), code=1)
-
-
-def enum_name(enum, value: int, prefix: str) -> str:
-    try:
-        return enum.Name(value).removeprefix(prefix)
-    except ValueError:
-        return str(value)
 
 
 def outcome_name(value: int) -> str:

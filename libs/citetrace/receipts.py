@@ -13,19 +13,13 @@ from citetrace.kit.clients import domain_error
 from citetrace.kit.timestamps import iso_z, utc_now
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.trace.v1 import trace_service_pb2 as pb
+from citetrace.vocab import enum_label
 
 RECEIPT_VERSION = "citetrace.receipt.v1"
 
 
 def to_dict(message) -> dict:
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
-
-
-def _status_name(value: int) -> str:
-    try:
-        return common_pb2.VersionStatus.Name(value).removeprefix("VERSION_STATUS_")
-    except ValueError:
-        return str(value)
 
 
 def check_retrievable(retrieval_stub, token: str, passage_ids: list[str], timeout: float = 10.0
@@ -50,7 +44,7 @@ def check_retrievable(retrieval_stub, token: str, passage_ids: list[str], timeou
             results[pid] = {"retrievable": False, "reason": "NOT_FOUND", "status": ""}
             continue
         version_status = status.get(passage.identity.version_id, 0)
-        name = _status_name(version_status)
+        name = enum_label(common_pb2.VersionStatus, version_status, "VERSION_STATUS_")
         if version_status == common_pb2.VERSION_STATUS_RETIRED:
             results[pid] = {"retrievable": False, "reason": "RETIRED", "status": name}
         else:

@@ -41,6 +41,15 @@ def enum_names(enum: EnumTypeWrapper, prefix: str, *, lower: bool = True) -> tup
     return tuple(name.lower() if lower else name for name in names)
 
 
+def enum_label(enum: EnumTypeWrapper, value: int, prefix: str) -> str:
+    """One value's name without the prefix, for display (e.g. PART_OUTCOME_ANSWERED -> ANSWERED);
+    a number the enum does not know (a newer peer) reads as the number."""
+    try:
+        return enum.Name(value).removeprefix(prefix)
+    except ValueError:
+        return str(value)
+
+
 class EnumVocabulary:
     """Domain names <-> proto enum numbers for one enum (unknown numbers and names raise KeyError)."""
 

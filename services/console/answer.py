@@ -13,6 +13,7 @@ from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
 from citetrace.identity import pinned_link
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
+from citetrace.vocab import enum_label
 
 SHORT_VERSION = 8
 
@@ -97,13 +98,6 @@ REASONS: dict[int, str] = {
     c.FAILURE_REASON_CHECK_UNAVAILABLE: "the check could not run (source store unavailable)",
     c.FAILURE_REASON_UNSUPPORTED_CLAIM: "the cited passage does not state it",
 }
-
-
-def enum_label(enum_type, value: int, prefix: str) -> str:
-    try:
-        return enum_type.Name(value).removeprefix(prefix)
-    except ValueError:
-        return str(value)
 
 
 def reason_text(reason: int) -> str:

@@ -253,9 +253,13 @@ class Console:
 
     # --- receipts and reviews -----------------------------------------------------------------
 
-    async def _trace(self, request: Request, viewer: Viewer, trace_id: str) -> trace_pb.GetTraceResponse:
-        """A record just answered may still be in the orchestrator's outbox (delivered in the
-        background within milliseconds): links from a fresh answer wait for it a little."""
+    async def _trace(self, request: Request, viewer: Viewer) -> trace_pb.GetTraceResponse:
+        """The record the path names (a malformed ID is simply not visible). A record just answered
+        may still be in the orchestrator's outbox (delivered in the background within
+        milliseconds): links from a fresh answer wait for it a little."""
+        trace_id = request.path_params["trace_id"]
+        if not TRACE_ID.match(trace_id):
+            raise NotVisible("NOT_FOUND", "", "malformed trace ID")
         patience = FRESH_RECORD_PATIENCE_SECONDS if request.query_params.get("fresh") == "1" else 0.0
         deadline = time.monotonic() + patience
         while True:
@@ -268,11 +272,8 @@ class Console:
 
     async def receipt_page(self, request: Request, review_error: str = "", status: int = 200) -> Response:
         viewer = self.auth.viewer(request)
-        trace_id = request.path_params["trace_id"]
-        if not TRACE_ID.match(trace_id):
-            return self.not_found(request, viewer)
         try:
-            reply = await self._trace(request, viewer, trace_id)
+            reply = await self._trace(request, viewer)
         except BackendError as exc:
             return self.failure(request, exc, viewer)
         return self.page(request, "receipt.html", status=status, viewer=viewer, receipt=build_receipt_view(reply),
@@ -281,18 +282,15 @@ class Console:
 
     async def receipt_json(self, request: Request) -> Response:
         viewer = self.auth.viewer(request)
-        trace_id = request.path_params["trace_id"]
-        if not TRACE_ID.match(trace_id):
-            return self.not_found(request, viewer)
         try:
-            reply = await self._trace(request, viewer, trace_id)
+            reply = await self._trace(request, viewer)
             availability, error = await run_in_threadpool(self.backends.passages_retrievable, viewer.token,
                                                           cited_passage_ids(reply))
         except BackendError as exc:
             return self.failure(request, exc, viewer)
         body = json.dumps(build_receipt(reply, availability, error), indent=2, sort_keys=True, ensure_ascii=False)
         return Response(body + "\n", media_type="application/json", headers={
-            "Content-Disposition": f'attachment; filename="receipt-{trace_id}.json"'})
+            "Content-Disposition": f'attachment; filename="receipt-{reply.record.trace_id}.json"'})
 
     async def record_review(self, request: Request) -> Response:
         viewer = self.auth.viewer(request)

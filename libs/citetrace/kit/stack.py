@@ -6,12 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 
-@dataclasses.dataclass(frozen=True)
-class ServiceInfo:
-    name: str  # short name, also the folder under services/
-    full_name: str  # the gRPC service's full name
-    port: int
-    metrics_port: int
+class _Named:
+    """What follows from a process's short name: its module and its settings prefix."""
+
+    name: str
 
     @property
     def module(self) -> str:
@@ -20,6 +18,14 @@ class ServiceInfo:
     @property
     def env_prefix(self) -> str:
         return f"CITETRACE_{self.name.upper()}_"
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceInfo(_Named):
+    name: str  # short name, also the folder under services/
+    full_name: str  # the gRPC service's full name
+    port: int
+    metrics_port: int
 
     @property
     def target(self) -> str:
@@ -40,7 +46,7 @@ BY_NAME = {info.name: info for info in SERVICES}
 
 
 @dataclasses.dataclass(frozen=True)
-class WebAppInfo:
+class WebAppInfo(_Named):
     """An HTTP application of the stack (not a gRPC service): ready when GET `ready_path` is 200
     (SERVING), liveness at `live_path`. It calls the services only over their gRPC contracts."""
 
@@ -49,14 +55,6 @@ class WebAppInfo:
     metrics_port: int
     ready_path: str = "/readyz"
     live_path: str = "/healthz"
-
-    @property
-    def module(self) -> str:
-        return f"services.{self.name}"
-
-    @property
-    def env_prefix(self) -> str:
-        return f"CITETRACE_{self.name.upper()}_"
 
     def url(self, offset: int = 0) -> str:
         return f"http://127.0.0.1:{self.port + offset}"
