@@ -11,7 +11,7 @@ import urllib.parse
 
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
-from citetrace.identity import pinned_link
+from citetrace.identity import page_locator, pinned_link
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.vocab import enum_label
 
@@ -97,6 +97,7 @@ REASONS: dict[int, str] = {
     c.FAILURE_REASON_SCOPE_VIOLATION: "the cited source is outside your access",
     c.FAILURE_REASON_CHECK_UNAVAILABLE: "the check could not run (source store unavailable)",
     c.FAILURE_REASON_UNSUPPORTED_CLAIM: "the cited passage does not state it",
+    c.FAILURE_REASON_PASSAGE_NEEDS_REVIEW: "the cited passage's extraction awaits review",
 }
 
 
@@ -127,8 +128,15 @@ class Marker:
         return self.citation.title or self.citation.document_id
 
     @property
+    def pages(self) -> str:
+        """ "p. 3 (viewer page 9)" for a paged source, else empty."""
+        cit = self.citation
+        return page_locator(cit.page_start, cit.page_end, cit.page_label_start, cit.page_label_end)
+
+    @property
     def accessible_name(self) -> str:
-        return f"Source {self.number}: {self.title}, version {short_version(self.citation.version_id)}"
+        pages = f", {self.pages}" if self.pages else ""
+        return f"Source {self.number}: {self.title}{pages}, version {short_version(self.citation.version_id)}"
 
     @property
     def link(self) -> str:
@@ -138,7 +146,7 @@ class Marker:
         base = pinned_link(cit.document_id, cit.version_id)
         if cit.link.startswith(base + "#") and f"chars={cit.start}-{cit.end}" in cit.link:
             return cit.link
-        return pinned_link(cit.document_id, cit.version_id, cit.start, cit.end)
+        return pinned_link(cit.document_id, cit.version_id, cit.start, cit.end, page=cit.page_start)
 
     @property
     def evidence_url(self) -> str:

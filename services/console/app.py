@@ -12,7 +12,7 @@ import re
 import time
 from pathlib import Path
 
-from citetrace.identity import pinned_link
+from citetrace.identity import page_locator, pinned_link
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.receipts import build_receipt, cited_passage_ids
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
@@ -232,7 +232,9 @@ class Console:
             cut_before=cut_before, cut_after=cut_after,
             heading=passage.heading_context or " > ".join(ev.heading_path(whole.text, identity.start)),
             digest=ev.check_digest(passage.text, identity, expected), locator_ok=locator_ok,
-            link=pinned_link(document_id, version_id, identity.start, identity.end))
+            pages=page_locator(identity.page_start, identity.page_end, identity.page_label_start,
+                               identity.page_label_end),
+            link=pinned_link(document_id, version_id, identity.start, identity.end, page=identity.page_start))
 
     async def version_page(self, request: Request) -> Response:
         viewer = self.auth.viewer(request)

@@ -152,6 +152,7 @@ class VersionFacts:
     not_yet_valid: bool
     extraction_version: str
     source_uri: str
+    page_count: int  # viewer pages of a paged source (PDF); 0 otherwise
 
     @property
     def banner(self) -> str:
@@ -180,4 +181,5 @@ def version_facts(version: c.DocumentVersion, now: dt.datetime | None = None) ->
         short_version=short_version(version.version_id), status=status, valid_from=_day(start),
         valid_to=_day(stop), validity=validity, superseded_by=version.superseded_by_version_id,
         superseded=superseded, retired=retired, not_yet_valid=start is not None and start > now,
-        extraction_version=version.extraction_version, source_uri=version.document.source_uri)
+        extraction_version=version.extraction_version, source_uri=version.document.source_uri,
+        page_count=version.page_count)

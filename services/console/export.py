@@ -53,8 +53,9 @@ def _md_part(part: PartView, base_url: str) -> list[str]:
 def _source_line(marker: Marker) -> str:
     cit = marker.citation
     anchor = f" > {cit.source_anchor}" if cit.source_anchor else ""
+    pages = f"{marker.pages}, " if marker.pages else ""
     return (f"{marker.title}{anchor}; {cit.source_class}; document {cit.document_id}, version {cit.version_id}, "
-            f"characters {cit.start}-{cit.end}, sha256 {cit.content_sha256}")
+            f"{pages}characters {cit.start}-{cit.end}, sha256 {cit.content_sha256}")
 
 
 def to_markdown(answer: AnswerView, question: str, base_url: str) -> str:

@@ -93,6 +93,24 @@ def test_marker_opens_the_exact_cited_span_of_the_pinned_version(console, consol
     assert page.evaluate("document.activeElement.dataset.passageId") == passage_id
 
 
+def test_a_pdf_citation_shows_its_printed_and_viewer_page_and_opens_there(console, console_stack, page):
+    sign_in(page, console.url)
+    ask(page, "Can I wear deodorant to my mammogram?")
+    marker = page.locator("section.answer a.marker").first
+    assert "p. H-1 (viewer page 3)" in marker.get_attribute("aria-label")
+    href = marker.get_attribute("href")
+    assert re.search(r"#page=3&chars=\d+-\d+$", href), href
+    assert "p. H-1 (viewer page 3)" in page.locator("section.sources").inner_text()
+    open_marker(page, marker)
+    assert page.locator("#evidence-panel [data-field=pages]").inner_text() == "p. H-1 (viewer page 3)"
+    expected, _ = passage_text(console_stack, marker.get_attribute("data-passage-id"))
+    assert page.locator("#evidence-panel mark.cited").inner_text() == expected
+    page.goto(console.url + href)
+    page.wait_for_selector("#cited-span")
+    assert page.locator("mark.cited").all_inner_texts() == [expected], "#page=N&chars=a-b still highlights"
+    assert "viewer pages" in page.locator("article.version dl").inner_text()
+
+
 def test_reordered_evidence_each_marker_opens_its_own_passage(console_stack, chromium, tmp_path):
     with shuffling_orchestrator(console_stack.target("orchestrator")) as (target, shuffler):
         shuffled_console = start_console(console_stack, tmp_path, orchestrator_target=target)

@@ -283,3 +283,20 @@ def test_receipt_view_keeps_the_retrieved_set_apart_from_the_citation_set():
     assert receipt.claims[0].markers[0].number == 1
     assert "intents arrival_preparation" in dict(receipt.retrieval_settings)["filters"]
     assert "1 not visible to you" in view.passage_text and view.sequence == 4
+
+
+def test_paged_sources_show_printed_and_viewer_pages_in_markers_and_exports():
+    from services.console.answer import Marker
+
+    cit = citation("handbook", 10, 20)
+    cit.page_start = cit.page_end = 9
+    cit.page_label_start = cit.page_label_end = "3"
+    cit.link = ""
+    marker = Marker(2, cit)
+    assert marker.pages == "p. 3 (viewer page 9)"
+    assert marker.accessible_name == "Source 2: Arrival policy, p. 3 (viewer page 9), version aaaaaaaa"
+    assert marker.link.endswith("#page=9&chars=10-20")
+    answer = build_answer(pb.AskResponse(trace_id="f" * 32, parts=[pb.AnswerPart(
+        part_id="p1", outcome=c.PART_OUTCOME_ANSWERED, claims=[pb.AnsweredClaim(claim_id="c1", text="x",
+                                                                               citations=[cit])])]))
+    assert "p. 3 (viewer page 9), characters 10-20" in to_markdown(answer, "q", "http://h")
