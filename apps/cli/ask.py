@@ -28,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--location", default="", help="location hint (a location ID of the tenant)")
     parser.add_argument("--as-of", dest="as_of", help="request time, ISO 8601 with offset (default: now)")
     parser.add_argument("--locale", default="", help="locale, e.g. en or nb-NO")
+    parser.add_argument("--conversation", default="",
+                        help="continue a conversation (the ID an earlier answer printed), e.g. to answer its "
+                             "clarification question")
     parser.add_argument("--json", action="store_true", help="print the response in protobuf's JSON mapping")
     parser.add_argument("--target", help="orchestrator address (default: the local stack's)")
     parser.add_argument("--timeout", type=float, default=20.0, help="deadline in seconds (default 20)")
@@ -43,7 +46,8 @@ def _as_of(value: str | None) -> Timestamp | None:
 
 def run(args: argparse.Namespace) -> int:
     token = caller_token(args)
-    request = pb.AskRequest(question=args.question, location_id=args.location, locale=args.locale)
+    request = pb.AskRequest(question=args.question, location_id=args.location, locale=args.locale,
+                            conversation_id=args.conversation)
     stamp = _as_of(args.as_of)
     if stamp is not None:
         request.as_of.CopyFrom(stamp)
@@ -117,4 +121,7 @@ def render(response: pb.AskResponse) -> str:
     lines.append("")
     delivered = "recorded" if response.trace_delivered else "queued durably, delivered in the background"
     lines.append(f"trace: {response.trace_id} ({delivered})")
+    if response.conversation_id:
+        lines.append(f"conversation: {response.conversation_id} (continue with --conversation "
+                     f"{response.conversation_id})")
     return "\n".join(lines)

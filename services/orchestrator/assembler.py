@@ -35,14 +35,16 @@ class ProtoAssembler:
 
 
 def assemble(result: AskResult) -> Assembled:
-    response = pb.AskResponse(trace_id=result.trace_id, next_action=codec.NEXT_ACTION.pb(result.next_action))
+    response = pb.AskResponse(trace_id=result.trace_id, next_action=codec.NEXT_ACTION.pb(result.next_action),
+                              conversation_id=result.conversation_id)
     record = trace_pb.TraceRecord(
         trace_id=result.trace_id, tenant_id=result.asker.tenant_id, created_at=to_timestamp(result.created_at),
         principal_ref=result.asker.subject, principal_roles=result.asker.roles,
         query=trace_pb.QueryText(raw=result.question, normalized=result.normalized_question),
         as_of=to_timestamp(result.as_of), outcome=codec.OUTCOME.pb(result.outcome),
         source_policy_version=result.source_policy_version, wording_locale=result.wording_locale,
-        wording_version=result.wording_version,
+        wording_version=result.wording_version, conversation_id=result.conversation_id,
+        previous_turn_trace_id=result.previous_turn_trace_id,
         timings=[c_pb.StageTiming(service=t.service, stage=t.stage, duration_ms=t.duration_ms) for t in result.timings])
     if result.route is not None:
         decision = route_decision(result.route)

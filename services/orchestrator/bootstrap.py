@@ -18,6 +18,7 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 
 from services.orchestrator import adapters
 from services.orchestrator.assembler import ProtoAssembler
+from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.core.ask import AskSettings, Orchestrator
 from services.orchestrator.core.calls import CallPolicy
 from services.orchestrator.core.grounding import GroundedAnswerer
@@ -33,13 +34,15 @@ from services.orchestrator.core.ports import (
     TraceSink,
     Validator,
 )
-from services.orchestrator.core.router import LexiconRouter, load_lexicon
+from services.orchestrator.core.router import LexiconRouter, detect_intents, load_lexicon
 from services.orchestrator.core.routing import RoutingStage
-from services.orchestrator.core.scope import RuleScopeGate
 from services.orchestrator.core.slot_part import SlotPart, SlotSettings
 from services.orchestrator.core.wording import load_catalog
 from services.orchestrator.servicer import OrchestratorServicer
 from services.orchestrator.settings import Settings
+from services.orchestrator.understanding.analysis import QuestionAnalyzer
+from services.orchestrator.understanding.encoder import QuestionEncoder
+from services.orchestrator.understanding.gate import LearnedScopeGate
 
 log = logging.getLogger("citetrace.orchestrator")
 
@@ -72,6 +75,13 @@ def grpc_trace_sink(settings: Settings, auth: AuthSettings | None) -> adapters.T
                               settings.trace_delivery, settings.outbox_synchronous)
 
 
+def understanding(settings: Settings, lexicon) -> QuestionAnalyzer:
+    """The boundary and intent classifiers (one encoder run per question), the router's lexicon as
+    the high-precision intent override."""
+    encoder = QuestionEncoder(settings.model_cache_dir or None)
+    return QuestionAnalyzer(encoder, lexicon=lambda clause: detect_intents(clause, lexicon))
+
+
 def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink) -> Orchestrator:
     """The use case with its stages and part handlers (no network until the first Ask)."""
     lexicon = load_lexicon()
@@ -82,13 +92,14 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
     handlers = PartHandlers({PartKind.LIVE_SLOT: SlotPart(downstream.scheduler, SlotSettings(settings.slot_page_size)),
                              **{kind: policy for kind in POLICY_KINDS}})
     return Orchestrator(
-        RoutingStage(RuleScopeGate(), LexiconRouter(lexicon, settings.slot_horizon_days)),
+        RoutingStage(LearnedScopeGate(understanding(settings, lexicon)), LexiconRouter(lexicon, settings.slot_horizon_days)),
         LocationDirectory(downstream.scheduler, settings.locations_cache_seconds), handlers, ProtoAssembler(),
         trace_sink, load_catalog(),
         AskSettings(default_deadline_seconds=settings.default_deadline_seconds,
                     trace_reserve_seconds=settings.trace_reserve_seconds, max_workers=settings.part_workers,
                     max_question_chars=settings.max_question_chars),
-        CallPolicy(call_timeout_seconds=settings.call_timeout_seconds))
+        CallPolicy(call_timeout_seconds=settings.call_timeout_seconds),
+        ConversationStore(settings.conversations_url(), settings.conversation_ttl_seconds))
 
 
 def default_auth() -> AuthSettings | None:

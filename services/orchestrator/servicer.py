@@ -21,6 +21,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         self._ready = False
 
     def warm_up(self) -> None:
+        self._core.warm_up()
         self._sink.start()
         self._ready = True
 
@@ -40,7 +41,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
             principal=current_principal(), question=request.question,
             as_of=field_time(request, "as_of") or utc_now(),
             location_id=request.location_id.strip(), locale=request.locale.strip(),
-            remaining_seconds=remaining_seconds(),
+            remaining_seconds=remaining_seconds(), conversation_id=request.conversation_id.strip(),
         ))
         answer.response.trace_delivered = answer.trace_delivered
         return answer.response

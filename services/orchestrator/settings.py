@@ -50,6 +50,14 @@ class Settings(ServerSettings):
     locations_cache_seconds: float = 30.0
     part_workers: int = 8
     max_question_chars: int = 2000
+    # Where the question encoder's int8 graph is derived once from the shipped MiniLM model
+    # (services/orchestrator/understanding/encoder.py); empty: $XDG_CACHE_HOME/citetrace/models.
+    model_cache_dir: str = ""
+    # The conversation store (pending clarifications): empty = SQLite under data_dir; in production a
+    # PostgreSQL URL (postgresql+psycopg://...) shared by every replica.
+    database_url: str = ""
+    # How long a conversation (its pending clarification) stays open after its last turn.
+    conversation_ttl_seconds: float = 900.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -65,8 +73,12 @@ class Settings(ServerSettings):
         require(self.slot_page_size >= 1, "slot_page_size must be >= 1")
         require(self.part_workers >= 1, "part_workers must be >= 1")
         require(self.max_question_chars >= 10, "max_question_chars must be >= 10")
+        require(self.conversation_ttl_seconds > 0, "conversation_ttl_seconds must be > 0")
         require(self.trace_delivery in ("background", "direct"), "trace_delivery must be background or direct")
         require(self.outbox_synchronous in ("NORMAL", "FULL"), "outbox_synchronous must be NORMAL or FULL")
+
+    def conversations_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'orchestrator' / 'conversations.sqlite').resolve()}"
 
     def outbox_path(self) -> Path:
         return self.data_dir / "orchestrator" / "trace-outbox.sqlite"

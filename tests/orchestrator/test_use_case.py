@@ -11,7 +11,6 @@ from citetrace.kit.auth import Principal
 
 from services.orchestrator.bootstrap import Downstream, build_core
 from services.orchestrator.core import model as m
-from services.orchestrator.core import scope
 from services.orchestrator.core.clinics import LocationInfo
 from services.orchestrator.core.parts import AskRequest
 from services.orchestrator.settings import Settings
@@ -85,9 +84,10 @@ def _core(**settings):
 
 def test_a_policy_part_offers_every_hit_and_generation_cuts_the_budget(monkeypatch):
     calls = []
-    real_gate = scope.gate
-    monkeypatch.setattr(scope, "gate", lambda clauses, policy=None: calls.append(clauses) or real_gate(clauses, policy))
     core, ports, sink = _core(context_max_passages=3)
+    gate = core.routing.gate
+    real_decide = gate.decide
+    monkeypatch.setattr(gate, "decide", lambda clauses: calls.append(clauses) or real_decide(clauses))
     answer = core.ask(AskRequest(PATIENT, "When should I arrive for my MRI?", AS_OF))
     assert len(calls) == 1, "the scope gate runs once per Ask"
     (request,) = ports.generation.requests

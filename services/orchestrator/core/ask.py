@@ -18,11 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import InvalidArgument
+from citetrace.kit.errors import InvalidArgument, NotFound
 from citetrace.kit.metrics import ANSWERS
 from citetrace.kit.telemetry import current_trace_id, stage
 
 from services.orchestrator.core.calls import CallPolicy, Calls, Deadline
+from services.orchestrator.core.conversation import Pending, new_conversation_id
 from services.orchestrator.core.locations import LocationDirectory
 from services.orchestrator.core.model import (
     Asker,
@@ -36,7 +37,7 @@ from services.orchestrator.core.model import (
     overall_outcome,
 )
 from services.orchestrator.core.parts import AskRequest, PartContext, PartHandlers
-from services.orchestrator.core.ports import Assembler, TraceSink
+from services.orchestrator.core.ports import Assembler, Conversations, TraceSink
 from services.orchestrator.core.routing import PartPlan, Question, RoutingStage
 from services.orchestrator.core.text import normalize
 from services.orchestrator.core.wording import Catalog, Wording
@@ -69,7 +70,8 @@ class Answer:
 class Orchestrator:
     def __init__(self, routing: RoutingStage, locations: LocationDirectory, handlers: PartHandlers,
                  assembler: Assembler, trace_sink: TraceSink, catalog: Catalog,
-                 settings: AskSettings | None = None, call_policy: CallPolicy | None = None) -> None:
+                 settings: AskSettings | None = None, call_policy: CallPolicy | None = None,
+                 conversations: Conversations | None = None) -> None:
         self.routing = routing
         self.locations = locations
         self.handlers = handlers
@@ -78,7 +80,11 @@ class Orchestrator:
         self.catalog = catalog
         self.settings = settings or AskSettings()
         self.call_policy = call_policy or CallPolicy()
+        self.conversations = conversations
         self._pool = ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix="orch-part")
+
+    def warm_up(self) -> None:
+        self.routing.warm_up()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -99,8 +105,9 @@ class Orchestrator:
         with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id) as span:
             result = self._new_result(principal, request.question, normalize(request.question), request.as_of,
                                       wording)
+            turn = self._open_turn(request, result)
             try:
-                self._answer(request, wording, calls, result)
+                self._answer(request, wording, calls, result, turn)
             except Exception as exc:
                 # An Ask that fails still leaves its evidence record.
                 result.outcome = Outcome.UNSPECIFIED
@@ -142,12 +149,64 @@ class Orchestrator:
             delivered = False
         return Answer(result, assembled.response, assembled.record, delivered)
 
-    def _answer(self, request: AskRequest, wording: Wording, calls: Calls, result: AskResult) -> None:
+    def _open_turn(self, request: AskRequest, result: AskResult) -> Any:
+        """The conversation this Ask continues (NOT_FOUND when it is not the caller's live one), or
+        a new one. Every Ask is a turn of a conversation, its own trace record linked to the last."""
+        if self.conversations is None:
+            return None
+        principal = request.principal
+        if request.conversation_id:
+            turn = self.conversations.get(request.conversation_id, principal.tenant_id, principal.subject)
+            if turn is None:
+                raise NotFound("CONVERSATION_NOT_FOUND",
+                               f"conversation {request.conversation_id!r} was not found (or has expired)",
+                               field="conversation_id")
+            result.conversation_id, result.previous_turn_trace_id = turn.conversation_id, turn.last_trace_id
+            return turn
+        result.conversation_id = new_conversation_id()
+        return None
+
+    def _bind(self, request: AskRequest, turn: Any, calls: Calls) -> tuple[Question, str] | None:
+        """A reply to a pending clarification: the entity it names, bound to the pending question.
+        A reply that is itself out of scope (it reports a symptom) or names nothing is a new question."""
+        pending = turn.pending if turn is not None else None
+        if pending is None or not pending.missing or not pending.clauses:
+            return None
+        reply = Question.of(request.question, request.as_of, request.location_id)
+        if not self.routing.gate.decide(reply.clauses).in_scope:
+            return None
+        permitted, _ = self.locations.permitted(request.principal, calls)
+        candidates = [loc for loc in permitted or [] if loc.location_id in pending.candidates]
+        value = self.routing.router.bind_reply(pending.missing, request.question, candidates)
+        if not value:
+            return None
+        text = " ".join(pending.clauses)
+        if pending.missing == "location":
+            return (Question.of(text, request.as_of, value),
+                    f"conversation turn {turn.turns + 1}: the reply names location {value} for the question "
+                    f"pending since trace {turn.last_trace_id}")
+        return (Question.of(f"{text} ({value})", request.as_of, pending.location_id or request.location_id),
+                f"conversation turn {turn.turns + 1}: the reply names specialty '{value}' for the question "
+                f"pending since trace {turn.last_trace_id}")
+
+    def _close_turn(self, request: AskRequest, result: AskResult) -> None:
+        if self.conversations is None or not result.conversation_id:
+            return
+        pending = pending_of(result.route, result.parts, request.locale)
+        self.conversations.record_turn(result.conversation_id, request.principal.tenant_id,
+                                       request.principal.subject, result.trace_id, pending)
+
+    def _answer(self, request: AskRequest, wording: Wording, calls: Calls, result: AskResult, turn: Any) -> None:
         with stage(SERVICE, "orchestrator.route") as route_span:
             route_started = time.perf_counter()
-            question = Question.of(request.question, request.as_of, request.location_id)
+            bound = self._bind(request, turn, calls)
+            question = bound[0] if bound else Question.of(request.question, request.as_of, request.location_id)
+            if bound:
+                result.normalized_question = normalize(" ".join(question.clauses))
             route = self.routing.understand(question, request.principal,
                                             lambda principal: self.locations.permitted(principal, calls))
+            if bound:
+                route.explanations.append(bound[1])
             route_span.set_attribute("citetrace.parts", len(route.parts))
             route_span.set_attribute("citetrace.in_scope", route.in_scope)
             calls.timings.append(StageTiming(SERVICE, "orchestrator.route",
@@ -170,10 +229,31 @@ class Orchestrator:
         result.next_action = overall_action([p.next_action for p in result.parts])
         result.outcome = overall_outcome([p.outcome for p in result.parts])
         result.corpus, result.source_policy_version = summarize(result.parts)
+        self._close_turn(request, result)
 
     def _run_part(self, plan: PartPlan, ctx: PartContext) -> PartResult:
         out = PartResult(plan.part_id, plan.kind, plan.intent, timings=ctx.calls.timings)
         return self.handlers.for_plan(plan).answer(plan, ctx, out)
+
+
+def pending_of(route: Any, parts: list[PartResult], locale: str) -> Pending:
+    """What the conversation waits for after this turn: the entity a part asked for, the in-scope
+    clauses it will be answered with, the candidates offered (nothing after an emergency or a
+    complete answer)."""
+    if route is None or route.scope.emergency:
+        return Pending()
+    asking = [plan for plan, part in zip(route.parts, parts, strict=False)
+              if part.outcome == Outcome.NEEDS_CLARIFICATION]
+    if not asking:
+        return Pending()
+    plan = asking[0]
+    missing = plan.clarification.missing if plan.clarification is not None else "location"
+    candidates: tuple[str, ...] = ()
+    if missing == "location":
+        options = set(plan.clarification.options) if plan.clarification is not None else set()
+        candidates = tuple(c.location_id for c in route.clinic_choices if not options or c.display_name in options)
+    return Pending(tuple(route.scope.in_scope_clauses), missing, candidates,
+                   route.location.location_id if route.location else "", locale)
 
 
 def question_problem(question: str, max_chars: int) -> InvalidArgument | None:

@@ -538,3 +538,6 @@ class AskResult:
     corpus: CorpusSnapshot | None = None
     source_policy_version: str = ""
     timings: list[StageTiming] = dataclasses.field(default_factory=list)
+    # The conversation of this Ask and the previous turn's trace ID (empty on a first turn).
+    conversation_id: str = ""
+    previous_turn_trace_id: str = ""

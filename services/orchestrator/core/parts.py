@@ -28,6 +28,8 @@ class AskRequest:
     locale: str = ""
     # Seconds left of the caller's deadline (None: no deadline; the default applies).
     remaining_seconds: float | None = None
+    # Continues this conversation (empty: a new one).
+    conversation_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,7 @@ from services.orchestrator.core.model import (
 from services.orchestrator.core.parts import PartContext, unavailable
 from services.orchestrator.core.ports import Retrieval
 from services.orchestrator.core.router import Lexicon
-from services.orchestrator.core.routing import PartPlan
+from services.orchestrator.core.routing import Clarification, PartPlan, clarification_text
 
 log = logging.getLogger("citetrace.orchestrator")
 
@@ -73,6 +73,9 @@ class PolicyPart:
 
     def answer(self, plan: PartPlan, ctx: PartContext, out: PartResult) -> PartResult:
         route, request = ctx.route, ctx.request
+        if plan.clarification is not None:  # the clinic is ambiguous: the same question as every part
+            out.clarification_question = clarification_text(plan.clarification, ctx.wording)
+            return out.settle(Outcome.NEEDS_CLARIFICATION, out.clarification_question, NextAction.ANSWER_CLARIFICATION)
         locations: tuple[str, ...] = ()
         if route.location is not None:
             locations = (route.location.location_id,)
@@ -88,6 +91,13 @@ class PolicyPart:
         hits = found.hits
         if not hits:  # never relax a filter: no eligible evidence means abstain
             return self._abstain(out, plan, ctx, ())
+        if route.location is None and len(route.clinic_choices) > 1:
+            narrowed = self._tenant_wide(plan, ctx, hits, out)
+            if isinstance(narrowed, PartResult):
+                return narrowed
+            hits = narrowed
+            if not hits:
+                return self._abstain(out, plan, ctx, ())
         conflict = self._conflict(plan, ctx, hits, out)
         if conflict is not None:
             sources = tuple(ConflictingSource(citation_for(label, hit), hit.passage.text)
@@ -108,6 +118,28 @@ class PolicyPart:
         if grounded.best is None:
             return self._abstain(out, plan, ctx, hits)
         return self._settle(out, plan, ctx, hits, grounded)
+
+    def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+                     out: PartResult) -> tuple[Hit, ...] | PartResult:
+        """No clinic resolved and the caller has several: a passage scoped to a location is never
+        offered (it could be another clinic's rule). When the best hit is such a passage, the
+        question depends on the clinic: ask which one. Scopes come from the store of record."""
+        try:
+            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
+                                 [h.passage.identity.passage_id for h in hits])
+        except DomainError as err:
+            return unavailable(out, ctx, "retrieval", err)
+        scopes = {v.version_id: v.location_scope for v in versions}
+        scoped = [h for h in hits if scopes.get(h.passage.identity.version_id, ("?",))]
+        if scoped and scoped[0] is hits[0]:
+            named = {loc for h in scoped for loc in scopes.get(h.passage.identity.version_id, ())}
+            options = tuple(c.display_name for c in ctx.route.clinic_choices if c.location_id in named) or \
+                tuple(c.display_name for c in ctx.route.clinic_choices)
+            clarification = Clarification("which_clinic_of", "location", ctx.route.specialty, options=options)
+            out.clarification_question = clarification_text(clarification, ctx.wording)
+            out.error = f"location: the best passage is scoped to {', '.join(sorted(named))} and no clinic was named"
+            return out.settle(Outcome.NEEDS_CLARIFICATION, out.clarification_question, NextAction.ANSWER_CLARIFICATION)
+        return tuple(h for h in hits if h not in scoped)
 
     def _conflict(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
                   out: PartResult) -> tuple[Hit, Hit] | None:

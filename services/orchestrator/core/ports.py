@@ -74,3 +74,14 @@ class DeliveringTraceSink(TraceSink, Protocol):
     def flush(self) -> int:
         """Delivers waiting records now; returns how many still wait."""
         ...
+
+
+class Conversations(Protocol):
+    """Short-lived conversation envelopes (services/orchestrator/conversations.py)."""
+
+    def get(self, conversation_id: str, tenant_id: str, principal_ref: str) -> Any:
+        """The caller's live conversation (conversation_id, turns, last_trace_id, pending), or None."""
+        ...
+
+    def record_turn(self, conversation_id: str, tenant_id: str, principal_ref: str, trace_id: str,
+                    pending: Any) -> None: ...

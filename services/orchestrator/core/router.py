@@ -19,6 +19,7 @@ from services.orchestrator.core import clinics, dates, scope
 from services.orchestrator.core.model import Intent, PartKind
 from services.orchestrator.core.routing import Clarification, Entity, PartPlan, Question, Route
 from services.orchestrator.core.text import fold
+from services.orchestrator.understanding import locations
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "router_lexicon.yaml"
 
@@ -134,7 +135,11 @@ class LexiconRouter:
         unknown (the scheduler could not be asked); the router then neither resolves nor asks
         for a clinic."""
         explanations = [f"scope: {decision.reason}"]
-        result = Route(self.lexicon.version, decision, [], [], [], explanations, locations_known=permitted is not None)
+        if decision.analysis is not None:
+            explanations.extend(decision.analysis.explanations())
+        version = self.lexicon.version if decision.analysis is None else \
+            f"{self.lexicon.version}+{decision.analysis.version}"
+        result = Route(version, decision, [], [], [], explanations, locations_known=permitted is not None)
         if decision.emergency:
             result.parts.append(PartPlan("p1", CLINICAL, PART_KIND[CLINICAL], [], boundary=decision.boundary))
             result.intents.append(CLINICAL)
@@ -164,7 +169,7 @@ class LexiconRouter:
             if verdict.kind == scope.CLINICAL:
                 out.clinical_index = index if out.clinical_index is None else out.clinical_index
                 continue
-            found = detect_intents(verdict.clause, lexicon)
+            found = self._clause_intents(decision, index, verdict.clause)
             for entry, pattern in lexicon.not_intents:
                 if pattern.search(fold(verdict.clause)):
                     explanations.append(f"clause {index + 1}: '{entry}' is not about the appointment "
@@ -180,6 +185,14 @@ class LexiconRouter:
                 out.by_intent.setdefault(intent, []).append(verdict.clause)
                 out.first_seen.setdefault(intent, index)
                 explanations.append(f"intent {intent}: matched '{entry}' in clause {index + 1}")
+        specific = {i for i in out.by_intent if i != OTHER}
+        if specific and OTHER in out.by_intent:
+            # A clause the model could only call "other" next to a clause with a named intent is
+            # context of that question ("My child is ill. Do I pay the fee if I cancel today?").
+            for clause in out.by_intent.pop(OTHER):
+                if not any(clause in clauses for clauses in out.by_intent.values()):
+                    out.context.append(clause)
+            out.first_seen.pop(OTHER, None)
         if not out.by_intent and decision.in_scope_clauses and out.clinical_index is None:
             out.by_intent[OTHER] = list(decision.in_scope_clauses)
             out.first_seen[OTHER] = 0
@@ -187,6 +200,26 @@ class LexiconRouter:
         elif not out.by_intent and decision.in_scope_clauses:
             explanations.append("clauses without an intent are context of the clinical request: no other part")
         return out
+
+    def bind_reply(self, missing: str, reply: str, candidates: list[clinics.LocationInfo]) -> str:
+        if missing == "location":
+            found = locations.resolve(reply, candidates, exclude=self.lexicon.vocabulary)
+            return found.location_id if found.status == "resolved" and found.level != "only" else ""
+        if missing == "specialty":
+            match = _lexicon_match(fold(reply), self.lexicon.specialties)
+            return match[1] if match else ""
+        return ""
+
+    def _clause_intents(self, decision: scope.ScopeDecision, index: int, clause: str) -> list[tuple[Intent, str]]:
+        """The analysis' intents of a clause (lexicon override, else the model; see
+        understanding/analysis.py), or the lexicon alone when no model decided."""
+        analysis = decision.analysis
+        if analysis is None or index >= len(analysis.clauses) or analysis.clauses[index].text != clause:
+            return detect_intents(clause, self.lexicon)
+        decided = analysis.clauses[index]
+        if decided.intent_source.startswith("lexicon:"):
+            return detect_intents(clause, self.lexicon)
+        return [(Intent(name), f"model {decided.intent_scores.get(name, 0.0):.3f}") for name in decided.intents]
 
     def _entities(self, in_scope_text: str, result: Route) -> None:
         """Specialty, appointment type and provider, from in-scope text only (a clinical clause is
@@ -210,33 +243,30 @@ class LexiconRouter:
 
     def _locate(self, in_scope_text: str, permitted: list[clinics.LocationInfo] | None, hint: str,
                 result: Route) -> tuple[clinics.LocationInfo, ...]:
-        """A clinic named in the question, else the request's hint, else the only candidate.
-        Returns the candidates when the question's clinic is ambiguous."""
+        """The clinic (understanding/locations.py: exact beats canonical beats word beats fuzzy; the
+        request's location_id settles an ambiguity among its candidates). Returns the candidates
+        when the clinic is still ambiguous: every clinic-dependent part then asks the same question."""
         if permitted is None:
             if hint:
                 result.explanations.append("locations unavailable: the request's location hint is passed through "
                                            "unverified")
             return ()
-        found = clinics.match(in_scope_text, permitted, self.lexicon.vocabulary)
+        result.clinic_choices = tuple(permitted)
+        found = locations.resolve(in_scope_text, permitted, location_id=hint, exclude=self.lexicon.vocabulary)
         if found.status == "resolved":
             result.location = found.location
             result.entities.append(Entity("location", found.surface, found.location.location_id,
-                                          round(found.score, 3), found.explanation))
+                                          1.0 if found.level != "fuzzy" else 0.9, found.explanation))
             return ()
         if found.status == "ambiguous":
             result.explanations.append(f"location ambiguous: {found.explanation} "
                                        f"({', '.join(c.location_id for c in found.candidates)})")
             return found.candidates
-        hinted = [loc for loc in permitted if loc.location_id == hint]
         offering = [loc for loc in permitted if result.specialty and result.specialty in loc.specialties]
-        if hinted:
-            result.location, why = hinted[0], "from the request's location hint"
-        elif len(permitted) == 1:
-            result.location, why = permitted[0], "the only location permitted to the caller"
-        elif len(offering) == 1:
-            result.location, why = offering[0], f"the only permitted location offering {result.specialty}"
-        if result.location is not None:
-            result.entities.append(Entity("location", "", result.location.location_id, 1.0, why))
+        if len(offering) == 1:
+            result.location = offering[0]
+            result.entities.append(Entity("location", "", offering[0].location_id, 1.0,
+                                          f"the only permitted location offering {result.specialty}"))
         return ()
 
     def _parts(self, found: _Intents, decision: scope.ScopeDecision, result: Route,
@@ -259,6 +289,11 @@ class LexiconRouter:
                 _plan_slots(plan, result, date_range, as_of, self.horizon_days, permitted, ambiguous)
             else:
                 plan.search_intents = _search_intents(intent, found.by_intent, result.explanations)
+                if ambiguous:
+                    # No part answers for several clinics: the policy part asks what the slot part asks.
+                    plan.clarification = Clarification("which_clinic_of", "location", result.specialty,
+                                                       options=tuple(c.display_name for c in ambiguous))
+                    plan.missing.append("location")
             plans.append((found.first_seen[intent], plan))
             result.intents.append(intent)
         if found.clinical_index is not None:

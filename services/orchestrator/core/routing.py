@@ -77,6 +77,8 @@ class Route:
     provider: str = ""
     # False: the scheduler could not be asked, so no location was resolved or asked for.
     locations_known: bool = True
+    # The caller's permitted locations the clinic was chosen from (empty: unknown).
+    clinic_choices: tuple[LocationInfo, ...] = ()
 
     @property
     def in_scope(self) -> bool:
@@ -96,11 +98,20 @@ class Question:
 
 
 class ScopeGate(Protocol):
+    def warm_up(self) -> None:
+        """Loads what the gate needs before the first question (models)."""
+        ...
+
     def decide(self, clauses: tuple[str, ...]) -> scope.ScopeDecision: ...
 
 
 class Router(Protocol):
     version: str
+
+    def bind_reply(self, missing: str, reply: str, candidates: list[LocationInfo]) -> str:
+        """The entity a clarification reply names: a location_id among `candidates` (missing
+        "location") or a specialty phrase (missing "specialty"); empty when it names none."""
+        ...
 
     def route(self, question: Question, decision: scope.ScopeDecision,
               permitted: list[LocationInfo] | None) -> Route:
@@ -125,6 +136,9 @@ class RoutingStage:
     def __init__(self, gate: ScopeGate, router: Router) -> None:
         self.gate = gate
         self.router = router
+
+    def warm_up(self) -> None:
+        self.gate.warm_up()
 
     def understand(self, question: Question, principal: Principal, list_permitted: ListPermitted) -> Route:
         decision = self.gate.decide(question.clauses)

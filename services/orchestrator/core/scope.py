@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -58,6 +59,9 @@ class ScopeDecision:
     emergency: bool
     # What a clause the gate holds back gets (None: the whole question is in scope).
     boundary: Boundary | None = None
+    # The learned gate's per-clause analysis (services/orchestrator/understanding/analysis.py):
+    # boundary scores and intents the router reuses, so the question is encoded once.
+    analysis: Any = None
 
     @property
     def in_scope(self) -> bool:
@@ -133,6 +137,9 @@ class RuleScopeGate:
 
     def __init__(self, policy: ScopePolicy | None = None) -> None:
         self.policy = policy or load_policy()
+
+    def warm_up(self) -> None:
+        """Nothing to load: regular expressions only."""
 
     def decide(self, clauses: tuple[str, ...] | list[str]) -> ScopeDecision:
         return gate(list(clauses), self.policy)

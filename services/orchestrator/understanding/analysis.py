@@ -119,9 +119,14 @@ class QuestionAnalyzer:
     def warm_up(self) -> None:
         self.encoder.warm_up()
 
-    def analyze(self, question: str, locale: str = "") -> Analysis:
+    def analyze(self, question: str) -> Analysis:
         text = normalize(question)
-        clauses = split_clauses(text) or [text]
+        return self.analyze_clauses(split_clauses(text) or [text])
+
+    def analyze_clauses(self, clauses: list[str] | tuple[str, ...]) -> Analysis:
+        """The clauses of one question as the routing stage split them (one encoder run)."""
+        clauses = list(clauses)
+        text = " ".join(clauses)
         spans = clause_spans(text, clauses)
         guess = lang.identify(text)
         fallback = not guess.supported

@@ -197,7 +197,7 @@ def cpu_report(route, questions: list[str], repeats: int = 3) -> dict:
             "samples": len(samples), "target": "median <= 5 ms", "load_average": os.getloadavg()[0]}
 
 
-def lexicon_matcher():
+def lexicon_matcher():  # the same override bootstrap.understanding wires
     from services.orchestrator.core import router
 
     lexicon = router.load_lexicon()

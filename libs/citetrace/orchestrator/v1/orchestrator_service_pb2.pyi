@@ -12,16 +12,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AskRequest(_message.Message):
-    __slots__ = ("question", "location_id", "as_of", "locale")
+    __slots__ = ("question", "location_id", "as_of", "locale", "conversation_id")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     LOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     LOCALE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     question: str
     location_id: str
     as_of: _timestamp_pb2.Timestamp
     locale: str
-    def __init__(self, question: _Optional[str] = ..., location_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., locale: _Optional[str] = ...) -> None: ...
+    conversation_id: str
+    def __init__(self, question: _Optional[str] = ..., location_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., locale: _Optional[str] = ..., conversation_id: _Optional[str] = ...) -> None: ...
 
 class AnsweredClaim(_message.Message):
     __slots__ = ("claim_id", "text", "citations", "support", "claim_type")
@@ -84,15 +86,17 @@ class AnswerPart(_message.Message):
     def __init__(self, part_id: _Optional[str] = ..., kind: _Optional[_Union[_route_pb2.PartKind, str]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., answer_text: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[AnsweredClaim, _Mapping]]] = ..., withheld: _Optional[_Iterable[_Union[WithheldClaim, _Mapping]]] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., slots_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., clarification_question: _Optional[str] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingSource, _Mapping]]] = ..., policy_link: _Optional[str] = ...) -> None: ...
 
 class AskResponse(_message.Message):
-    __slots__ = ("trace_id", "parts", "next_action", "route", "trace_delivered")
+    __slots__ = ("trace_id", "parts", "next_action", "route", "trace_delivered", "conversation_id")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_ACTION_FIELD_NUMBER: _ClassVar[int]
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     TRACE_DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
     parts: _containers.RepeatedCompositeFieldContainer[AnswerPart]
     next_action: _common_pb2.NextAction
     route: _route_pb2.RouteDecision
     trace_delivered: bool
-    def __init__(self, trace_id: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[AnswerPart, _Mapping]]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., trace_delivered: _Optional[bool] = ...) -> None: ...
+    conversation_id: str
+    def __init__(self, trace_id: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[AnswerPart, _Mapping]]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., trace_delivered: _Optional[bool] = ..., conversation_id: _Optional[str] = ...) -> None: ...

@@ -151,7 +151,7 @@ class CorpusSnapshot(_message.Message):
     def __init__(self, backend: _Optional[str] = ..., index_generation: _Optional[str] = ..., version_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TraceRecord(_message.Message):
-    __slots__ = ("trace_id", "tenant_id", "created_at", "principal_ref", "principal_roles", "query", "as_of", "route", "parts", "timings", "corpus", "outcome", "previous_hash", "record_hash", "sequence", "needs_review", "source_policy_version", "wording_locale", "wording_version")
+    __slots__ = ("trace_id", "tenant_id", "created_at", "principal_ref", "principal_roles", "query", "as_of", "route", "parts", "timings", "corpus", "outcome", "previous_hash", "record_hash", "sequence", "needs_review", "source_policy_version", "wording_locale", "wording_version", "conversation_id", "previous_turn_trace_id")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +171,8 @@ class TraceRecord(_message.Message):
     SOURCE_POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
     WORDING_LOCALE_FIELD_NUMBER: _ClassVar[int]
     WORDING_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_TURN_TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
     tenant_id: str
     created_at: _timestamp_pb2.Timestamp
@@ -190,7 +192,9 @@ class TraceRecord(_message.Message):
     source_policy_version: str
     wording_locale: str
     wording_version: str
-    def __init__(self, trace_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal_ref: _Optional[str] = ..., principal_roles: _Optional[_Iterable[str]] = ..., query: _Optional[_Union[QueryText, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., parts: _Optional[_Iterable[_Union[PartRecord, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., corpus: _Optional[_Union[CorpusSnapshot, _Mapping]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., previous_hash: _Optional[str] = ..., record_hash: _Optional[str] = ..., sequence: _Optional[int] = ..., needs_review: _Optional[bool] = ..., source_policy_version: _Optional[str] = ..., wording_locale: _Optional[str] = ..., wording_version: _Optional[str] = ...) -> None: ...
+    conversation_id: str
+    previous_turn_trace_id: str
+    def __init__(self, trace_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal_ref: _Optional[str] = ..., principal_roles: _Optional[_Iterable[str]] = ..., query: _Optional[_Union[QueryText, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., parts: _Optional[_Iterable[_Union[PartRecord, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., corpus: _Optional[_Union[CorpusSnapshot, _Mapping]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., previous_hash: _Optional[str] = ..., record_hash: _Optional[str] = ..., sequence: _Optional[int] = ..., needs_review: _Optional[bool] = ..., source_policy_version: _Optional[str] = ..., wording_locale: _Optional[str] = ..., wording_version: _Optional[str] = ..., conversation_id: _Optional[str] = ..., previous_turn_trace_id: _Optional[str] = ...) -> None: ...
 
 class RecordTraceRequest(_message.Message):
     __slots__ = ("record",)

@@ -1,0 +1,85 @@
+"""Conversation envelopes (issue 14, DESIGN.md §10): what a clarification is waiting for, so the
+reply ("Northside") is a new Ask that answers the original question without the user restating it.
+
+An envelope is short-lived (expiry a setting), bound to the tenant and the principal that opened it
+(another tenant's or principal's conversation does not exist for a caller), and holds the pending
+route as structured data: the in-scope clauses the parts search with, the entity asked for, the
+candidates offered, the entities already found. Never a transcript. It lives in a SQL store so a
+restarted or second orchestrator replica finds it: SQLite under the data dir by default, PostgreSQL
+in production (CITETRACE_ORCHESTRATOR_DATABASE_URL), opened and migrated through citetrace.kit.sql."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import sqlalchemy as sa
+from citetrace.kit import sql as kit_sql
+
+from services.orchestrator.core.conversation import Conversation, Pending, new_conversation_id
+
+__all__ = ["Conversation", "ConversationStore", "Pending", "new_conversation_id"]
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_META = sa.MetaData()
+CONVERSATIONS = sa.Table(
+    "orch_conversations", _META,
+    sa.Column("conversation_id", sa.String(64), primary_key=True),
+    sa.Column("tenant_id", sa.String(128), nullable=False),
+    sa.Column("principal_ref", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("turns", sa.Integer, nullable=False),
+    sa.Column("last_trace_id", sa.String(64), nullable=False),
+    sa.Column("pending", sa.Text, nullable=False),
+)
+
+
+class ConversationStore:
+    def __init__(self, url: str, ttl_seconds: float = 900.0) -> None:
+        self.engine = kit_sql.make_engine(url, sqlite_synchronous="NORMAL")
+        self.ttl = dt.timedelta(seconds=ttl_seconds)
+        kit_sql.alembic_upgrade(self.engine, "orchestrator", MIGRATIONS)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def get(self, conversation_id: str, tenant_id: str, principal_ref: str,
+            now: dt.datetime | None = None) -> Conversation | None:
+        """The caller's live conversation, or None (unknown, expired, or someone else's: the same)."""
+        now = now or dt.datetime.now(dt.UTC)
+        c = CONVERSATIONS.c
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(CONVERSATIONS).where(
+                c.conversation_id == conversation_id, c.tenant_id == tenant_id, c.principal_ref == principal_ref,
+            )).first()
+        if row is None or _aware(row.expires_at) <= now:
+            return None
+        return Conversation(row.conversation_id, row.tenant_id, row.principal_ref, row.turns, row.last_trace_id,
+                            Pending.from_json(row.pending), _aware(row.expires_at))
+
+    def record_turn(self, conversation_id: str, tenant_id: str, principal_ref: str, trace_id: str,
+                    pending: Pending, now: dt.datetime | None = None) -> None:
+        """Creates the conversation or moves it one turn on (the pending clarification replaced)."""
+        now = now or dt.datetime.now(dt.UTC)
+        c = CONVERSATIONS.c
+        with self.engine.begin() as conn:
+            updated = conn.execute(sa.update(CONVERSATIONS).where(
+                c.conversation_id == conversation_id, c.tenant_id == tenant_id, c.principal_ref == principal_ref,
+            ).values(updated_at=now, expires_at=now + self.ttl, turns=c.turns + 1, last_trace_id=trace_id,
+                     pending=pending.to_json()))
+            if updated.rowcount == 0:
+                conn.execute(sa.insert(CONVERSATIONS).values(
+                    conversation_id=conversation_id, tenant_id=tenant_id, principal_ref=principal_ref,
+                    created_at=now, updated_at=now, expires_at=now + self.ttl, turns=1, last_trace_id=trace_id,
+                    pending=pending.to_json()))
+
+    def purge_expired(self, now: dt.datetime | None = None) -> int:
+        now = now or dt.datetime.now(dt.UTC)
+        with self.engine.begin() as conn:
+            return conn.execute(sa.delete(CONVERSATIONS).where(CONVERSATIONS.c.expires_at <= now)).rowcount
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
