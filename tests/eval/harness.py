@@ -82,6 +82,9 @@ class Case:
     unavailable: str = ""
     generator_fault: str = ""
     tags: tuple[str, ...] = ()
+    # A second turn: the reply to the first answer's clarification, asked in its conversation; the
+    # expectation (and every score) is about the reply's answer.
+    reply: str = ""
 
 
 def load_cases(path: Path = CASES) -> list[Case]:
@@ -174,6 +177,8 @@ class Observation:
     error: str = ""
     searched_intents: tuple[str, ...] = ()  # the intent filter of the part's Search (empty: none)
     searched: bool = False
+    resolved_location: str = ""  # the route's location entity ("" when none was resolved)
+    first_outcome: str = ""  # the first turn's outcome when the case has a reply
 
 
 def _part_for(case: Case, response) -> tuple[object, int]:
@@ -198,6 +203,18 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
                 metadata=bearer_metadata(stack.token(case.tenant, case.roles)))
         except grpc.RpcError as err:
             return Observation(case, f"error:{err.code().name}", "", [], set(), 0, 0, set(), [], err.details() or "")
+        first_outcome = ""
+        if case.reply:
+            first_outcome = ",".join(OUTCOME_OF.get(p.outcome, "?") for p in response.parts)
+            try:
+                response = pb_grpc.OrchestratorServiceStub(channel).Ask(
+                    pb.AskRequest(question=case.reply, location_id=case.location, locale=case.locale,
+                                  conversation_id=response.conversation_id), timeout=30,
+                    metadata=bearer_metadata(stack.token(case.tenant, case.roles)))
+            except grpc.RpcError as err:
+                return Observation(case, f"error:{err.code().name}", "", [], set(), 0, 0, set(), [],
+                                   err.details() or "")
+    resolved_location = next((e.value for e in response.route.entities if e.kind == "location"), "")
     part, index = _part_for(case, response)
     prefix = ""
     if part is None:  # not the expected part: scored as a wrong outcome, retrieval still scored
@@ -220,7 +237,8 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
         case, prefix + OUTCOME_OF.get(part.outcome, c.PartOutcome.Name(part.outcome)), r.PartKind.Name(part.kind),
         [h.passage.identity.passage_id for h in hits], {h.passage.identity.tenant_id for h in hits},
         prec.generation.passages_offered, prec.generation.chars_offered, cited, claims, prec.error,
-        tuple(INTENT.name(i) for i in prec.retrieval.settings.filters.intents), prec.HasField("retrieval"))
+        tuple(INTENT.name(i) for i in prec.retrieval.settings.filters.intents), prec.HasField("retrieval"),
+        resolved_location, first_outcome)
 
 
 # -- scoring -------------------------------------------------------------------------------------
@@ -262,6 +280,7 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
     refused_with_evidence = 0
     forbidden_cited: list[str] = []
     leaks: list[str] = []
+    other_location: list[str] = []
     gold_cited = [0, 0]
     offered_sum, offered_n = 0, 0
     for ob in observations:
@@ -329,6 +348,10 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
         if ob.retrieved_tenants - {case.tenant} or any(
                 pid in passages and passages[pid].tenant != case.tenant for pid in ob.cited):
             leaks.append(case.id)
+        scopes = [passages[pid].location_scope for pid in ob.cited if pid in passages]
+        if any(scope and ob.resolved_location not in scope for scope in scopes):
+            other_location.append(case.id)
+            row["cited_other_location"] = True
         if ob.offered:
             offered_sum += ob.offered
             offered_n += 1
@@ -362,6 +385,10 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
         "refused_with_gold_evidence": ratio(refused_with_evidence, sum(1 for o in observations if o.case.gold)),
         "forbidden_evidence_cited": ratio(len(forbidden_cited), sum(1 for o in observations if o.case.forbid)),
         "cross_tenant_leaks": ratio(len(leaks), n),
+        # Answers citing a passage scoped to a location other than the one the route resolved (or
+        # any location-scoped passage when none was resolved).
+        "cited_other_location": ratio(len(other_location), sum(1 for o in observations if o.cited)),
+        "cited_other_location_cases": other_location,
         "mean_passages_offered": ratio(offered_sum, offered_n),
         "covered_question_missed_cases": covered_missed,
         "forbidden_evidence_cited_cases": forbidden_cited,
@@ -463,6 +490,7 @@ def table(result: dict) -> str:
         ("refused with gold evidence (abstained / cases with gold)", m["refused_with_gold_evidence"]),
         ("forbidden evidence cited (cases / cases with a forbid list)", m["forbidden_evidence_cited"]),
         ("cross-tenant leaks (cases / cases)", m["cross_tenant_leaks"]),
+        ("cited a passage of another location (cases / cases citing)", m["cited_other_location"]),
         ("passages offered (sum / parts that reached generation)", m["mean_passages_offered"]),
     ]
     for budget, row in m["context_budget"]["by_budget"].items():
@@ -491,7 +519,7 @@ HIGHER = ("outcome_accuracy", "retrieval_recall_at_k.8", "retrieval_recall_at_k.
           "citation_completeness", "support_correctness", "abstention_precision", "abstention_recall")
 LOWER = ("covered_question_missed", "refused_with_gold_evidence", "forbidden_evidence_cited")
 # Counts that may never grow at all.
-NEVER_WORSE = ("cross_tenant_leaks",)
+NEVER_WORSE = ("cross_tenant_leaks", "cited_other_location")
 MEAN_RANK_TOLERANCE = 0.5
 
 

@@ -42,5 +42,6 @@ def test_no_regression_against_the_baseline(tmp_path):
     metrics = result["metrics"]
     assert metrics["cases"] == baseline["metrics"]["cases"], "cases changed: refresh the baseline (make eval-baseline)"
     assert metrics["cross_tenant_leaks"]["numerator"] == 0
+    assert metrics["cited_other_location"]["numerator"] == 0, metrics["cited_other_location_cases"]
     problems = regressions(result, baseline)
     assert not problems, f"eval regressed beyond tolerance {TOLERANCE}: {problems}"

@@ -170,13 +170,13 @@ def test_cli_load_reports_errors_and_loads_the_sample(tmp_path, capsys):
     assert not (tmp_path / schema.SQLITE_FILE).exists()
 
     assert cli(["slots", "load", SAMPLE, "--data-dir", str(tmp_path), "--check"]) == 0
-    assert "valid: 3 tenants" in capsys.readouterr().out
+    assert "valid: 4 tenants" in capsys.readouterr().out
     assert not (tmp_path / schema.SQLITE_FILE).exists()
     assert cli(["slots", "load", SAMPLE, "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "loaded 3 tenants (acme-health, borealis-clinics, cedar-care)" in out
+    assert "loaded 4 tenants (acme-health, borealis-clinics, cedar-care, lakeside-health)" in out
     url = schema.default_database_url(tmp_path)
-    assert count(url, schema.tenants) == 3 and count(url, schema.locations) == 6
+    assert count(url, schema.tenants) == 4 and count(url, schema.locations) == 8
     assert count(url, schema.slots) > 500
 
 

@@ -122,8 +122,9 @@ class PolicyPart:
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
                      out: PartResult) -> tuple[Hit, ...] | PartResult:
         """No clinic resolved and the caller has several: a passage scoped to a location is never
-        offered (it could be another clinic's rule). When the best hit is such a passage, the
-        question depends on the clinic: ask which one. Scopes come from the store of record."""
+        offered (it could be another clinic's rule); the tenant-wide passages answer. When every hit
+        is clinic-specific, the question depends on the clinic: ask which one. Scopes come from the
+        store of record."""
         try:
             versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
                                  [h.passage.identity.passage_id for h in hits])
@@ -131,13 +132,13 @@ class PolicyPart:
             return unavailable(out, ctx, "retrieval", err)
         scopes = {v.version_id: v.location_scope for v in versions}
         scoped = [h for h in hits if scopes.get(h.passage.identity.version_id, ("?",))]
-        if scoped and scoped[0] is hits[0]:
+        if scoped and len(scoped) == len(hits):
             named = {loc for h in scoped for loc in scopes.get(h.passage.identity.version_id, ())}
             options = tuple(c.display_name for c in ctx.route.clinic_choices if c.location_id in named) or \
                 tuple(c.display_name for c in ctx.route.clinic_choices)
             clarification = Clarification("which_clinic_of", "location", ctx.route.specialty, options=options)
             out.clarification_question = clarification_text(clarification, ctx.wording)
-            out.error = f"location: the best passage is scoped to {', '.join(sorted(named))} and no clinic was named"
+            out.error = f"location: every passage found is scoped ({', '.join(sorted(named))}) and no clinic was named"
             return out.settle(Outcome.NEEDS_CLARIFICATION, out.clarification_question, NextAction.ANSWER_CLARIFICATION)
         return tuple(h for h in hits if h not in scoped)
 

@@ -20,6 +20,7 @@ from services.orchestrator.core.model import Intent, PartKind
 from services.orchestrator.core.routing import Clarification, Entity, PartPlan, Question, Route
 from services.orchestrator.core.text import fold
 from services.orchestrator.understanding import locations
+from services.orchestrator.understanding.analysis import is_statement
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "router_lexicon.yaml"
 
@@ -45,6 +46,8 @@ POLICY_INTENTS = (OTHER, ARRIVAL, CANCELLATION, PROVIDER)
 # The provider lexicon entry that only names a doctor (see data/router_lexicon.yaml).
 PROVIDER_BY_NAME = "re:\\bdr\\.? [a-z]+"
 DEFAULT_HORIZON_DAYS = 14
+# A model intent below this, next to a clause whose intent the lexicon names, makes its clause context.
+MODEL_CONFIDENT = 0.6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,9 +147,11 @@ class LexiconRouter:
             result.parts.append(PartPlan("p1", CLINICAL, PART_KIND[CLINICAL], [], boundary=decision.boundary))
             result.intents.append(CLINICAL)
             return result
-        found = self._intents(decision, explanations)
         in_scope_text = fold(" ".join(decision.in_scope_clauses))
         self._entities(in_scope_text, result)
+        slot_entities = bool(result.specialty or result.appointment_type or result.provider
+                             or dates.resolve(in_scope_text, question.as_of, ZoneInfo("UTC")))
+        found = self._intents(decision, explanations, slot_entities)
         ambiguous = self._locate(in_scope_text, permitted, question.location_hint, result)
         zones = {loc.time_zone for loc in (permitted or []) if loc.time_zone}
         zone_name = result.location.time_zone if result.location and result.location.time_zone else (
@@ -161,15 +166,46 @@ class LexiconRouter:
         self._parts(found, decision, result, date_range, question.as_of, permitted, ambiguous)
         return result
 
-    def _intents(self, decision: scope.ScopeDecision, explanations: list[str]) -> _Intents:
+    def _intents(self, decision: scope.ScopeDecision, explanations: list[str], slot_entities: bool = True) -> _Intents:
         """Intents per in-scope clause; clauses without an intent are context for the others."""
         lexicon = self.lexicon
         out = _Intents()
+        decided = {index: self._clause_intents(decision, index, verdict.clause)
+                   for index, verdict in enumerate(decision.clauses) if verdict.kind != scope.CLINICAL}
+        named = [i for i, found in decided.items() if found and not found[0][1].startswith("model ")]
+        clinical = any(v.kind == scope.CLINICAL for v in decision.clauses)
+        for index, found in decided.items():
+            by_model = [(i, e) for i, e in found if e.startswith("model ")]
+            if by_model and clinical and is_statement(decision.clauses[index].clause):
+                # "Would a CT harm my baby? I'm ten weeks along.": a statement beside a clinical
+                # request is its context, not a question of its own.
+                decided[index] = []
+                explanations.append(f"clause {index + 1}: a statement beside the clinical request is its context")
+            elif by_model and float(by_model[0][1].split()[1]) < MODEL_CONFIDENT and not named:
+                # The model is unsure and no lexicon names an intent: the question searches every
+                # policy intent (OTHER) and the relevance rule decides, as when nothing matched.
+                decided[index] = []
+                explanations.append(f"clause {index + 1}: model intent below {MODEL_CONFIDENT}: no intent named")
+            elif by_model and by_model[0][0] == AVAILABILITY and not slot_entities:
+                # A live-slot request names something to book (a specialty, a type, a day, a
+                # doctor); without any, the model's "availability" reads a policy question
+                # ("opening hours of Northgate") and the clause searches the policies.
+                decided[index] = [(i, e) for i, e in found if i != AVAILABILITY]
+                explanations.append(f"clause {index + 1}: model availability without a specialty, type, date or "
+                                    "provider: not a slot request")
+        for index, found in decided.items():
+            if found and found[0][1].startswith("model ") and named and \
+                    float(found[0][1].split()[1]) < MODEL_CONFIDENT:
+                # A clause the lexicon does not name and the model is unsure of, beside a clause the
+                # lexicon names, is context of that one ("I missed three visits. Can I still book online?").
+                decided[index] = []
+                explanations.append(f"clause {index + 1}: model intent below {MODEL_CONFIDENT} beside a named "
+                                    "intent: context")
         for index, verdict in enumerate(decision.clauses):
             if verdict.kind == scope.CLINICAL:
                 out.clinical_index = index if out.clinical_index is None else out.clinical_index
                 continue
-            found = self._clause_intents(decision, index, verdict.clause)
+            found = decided[index]
             for entry, pattern in lexicon.not_intents:
                 if pattern.search(fold(verdict.clause)):
                     explanations.append(f"clause {index + 1}: '{entry}' is not about the appointment "

@@ -156,6 +156,7 @@ class QuestionAnalyzer:
                 intents, intent_source, intent_scores = self._intents(clause, vector)
             results.append(ClauseAnalysis(clause, start, end, label, source, scores, check.discarded,
                                           intents, intent_source, intent_scores))
+        results = self._statements_as_context(results, encoded)
         # The whole question is an emergency when any clause is, or when the question read as one is
         # (the model on the whole question's vector, or a red flag that spans two clauses: "I fainted.
         # Twice, with chest pain.").
@@ -171,6 +172,26 @@ class QuestionAnalyzer:
                 emergency, why = True, f"red flag {whole.hit.rule_id} across clauses"
         return Analysis(self.version, text, guess, fallback, emergency, tuple(results), why)
 
+    def _statements_as_context(self, results: list[ClauseAnalysis], encoded) -> list[ClauseAnalysis]:
+        """A statement the model called clinical ("I take insulin for diabetes.") right before a
+        logistics question is context of that question when the two read together are logistics
+        (the model on their joint span: "... How do I prepare for my CT?"). A clinical rule on the
+        statement, or a question form, keeps it clinical."""
+        t = self.heads.boundary_thresholds
+        out = list(results)
+        for i in range(len(out) - 1):
+            clause, following = out[i], out[i + 1]
+            if clause.boundary != CLINICAL or clause.boundary_source != "model" or following.boundary != LOGISTICS:
+                continue
+            if not is_statement(clause.text) or self.rules.check_clinical(fold(clause.text)) is not None:
+                continue
+            joint = self.heads.boundary_scores(encoded.pool(clause.start, following.end))
+            if joint[EMERGENCY] < t.emergency and joint[EMERGENCY] + joint[CLINICAL] < t.boundary:
+                out[i] = dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
+                                             boundary_source=f"model: context of clause {i + 2} "
+                                                             f"(joint logistics {joint[LOGISTICS]:.3f})")
+        return out
+
     def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float]]:
         scores = self.heads.intent_scores(vector)
         if self._lexicon is not None:
@@ -179,6 +200,15 @@ class QuestionAnalyzer:
                 return tuple(dict.fromkeys(i for i, _ in found)), "lexicon:" + "; ".join(e for _, e in found), scores
         thresholds = self.heads.intent_thresholds
         return decide_intents(scores, thresholds.accept, thresholds.other_below), "model", scores
+
+
+_QUESTION_START = frozenset(["can", "could", "should", "shall", "is", "are", "am", "do", "does", "did", "what", "whats", "how", "when", "where", "why", "which", "who", "will", "would", "may", "might", "must", "kan", "skal", "bør", "er", "har", "hva", "hvordan", "når", "hvor", "hvorfor", "hvilken", "hvilke", "må", "vil"])
+
+
+def is_statement(clause: str) -> bool:
+    """A clause that states rather than asks (no question mark, no question word first)."""
+    words = clause.strip().lower().split()
+    return bool(words) and not clause.rstrip().endswith("?") and words[0].strip(",.!") not in _QUESTION_START
 
 
 def decide_intents(scores: dict[str, float], accept: float, other_below: float) -> tuple[str, ...]:
