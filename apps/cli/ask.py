@@ -120,8 +120,8 @@ def render(response: pb.AskResponse) -> str:
             lines.append(f"      {citation.link}")
     lines.append("")
     delivered = "recorded" if response.trace_delivered else "queued durably, delivered in the background"
-    lines.append(f"trace: {response.trace_id} ({delivered})")
     if response.conversation_id:
         lines.append(f"conversation: {response.conversation_id} (continue with --conversation "
                      f"{response.conversation_id})")
+    lines.append(f"trace: {response.trace_id} ({delivered})")
     return "\n".join(lines)
