@@ -541,8 +541,11 @@ def regressions(current: dict, baseline: dict, tolerance: float = TOLERANCE) -> 
         if worse > tolerance + 1e-9:
             problems.append(f"{path}: {before:.3f} -> {now:.3f} (tolerance {tolerance})")
     for path in NEVER_WORSE:
-        if _get(cur, path)["numerator"] > _get(base, path)["numerator"]:
-            problems.append(f"{path}: {_get(base, path)['numerator']} -> {_get(cur, path)['numerator']}")
+        if path not in cur:
+            continue
+        before = base[path]["numerator"] if path in base else 0  # a metric the baseline predates: 0
+        if _get(cur, path)["numerator"] > before:
+            problems.append(f"{path}: {before} -> {_get(cur, path)['numerator']}")
     now, before = cur["mean_rank_gold_version"]["value"], base["mean_rank_gold_version"]["value"]
     if now is not None and before is not None and now - before > MEAN_RANK_TOLERANCE:
         problems.append(f"mean_rank_gold_version: {before:.2f} -> {now:.2f} (tolerance {MEAN_RANK_TOLERANCE})")
