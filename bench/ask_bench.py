@@ -45,11 +45,9 @@ import retrieval_bench  # noqa: E402
 import scifact_core  # noqa: E402
 from citetrace.kit.auth import Principal, bearer_metadata  # noqa: E402
 from citetrace.kit.context import call_context, current_principal  # noqa: E402
-from citetrace.kit.errors import NotFound  # noqa: E402
 from citetrace.kit.stack import BY_NAME, SERVICES  # noqa: E402
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb  # noqa: E402
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc  # noqa: E402
-from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb  # noqa: E402
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc  # noqa: E402
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb  # noqa: E402
 from e2e.conftest import running_stack  # noqa: E402
@@ -236,69 +234,40 @@ class _InProcessStub:
         return invoke
 
 
-class _DirectPassageStore:
-    """The validator's reload through the retrieval servicer (RetrievalPassageStore without gRPC)."""
-
-    def __init__(self, retrieval) -> None:
-        self._retrieval = retrieval
-
-    def load(self, passage_ids, timeout):
-        from services.citation_validator.store import Loaded, stored_from_proto
-
-        found, not_found = {}, set()
-
-        def batch(ids):
-            try:
-                with call_context(current_principal(), None, timeout):
-                    reply = self._retrieval.GetPassages(ret_pb.GetPassagesRequest(passage_ids=ids), None)
-            except NotFound:
-                if len(ids) == 1:
-                    not_found.add(ids[0])
-                else:
-                    for pid in ids:
-                        batch([pid])
-                return
-            versions = {v.version_id: v for v in reply.versions}
-            for passage in reply.passages:
-                found[passage.identity.passage_id] = stored_from_proto(passage, versions.get(passage.identity.version_id))
-
-        ids = list(dict.fromkeys(passage_ids))
-        for start in range(0, len(ids), 50):
-            batch(ids[start:start + 50])
-        return Loaded(found, not_found)
-
-
 def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size: int | None = None):
     """Every service's servicer from its own build_spec(), warmed up, wired without gRPC."""
     from citetrace.outbox import TraceOutbox
 
-    from services.citation_validator.servicer import build_spec as validator_spec
+    from services.citation_validator.bootstrap import build_spec as validator_spec
     from services.citation_validator.settings import Settings as ValidatorSettings
-    from services.generation.servicer import build_spec as generation_spec
+    from services.citation_validator.store import RetrievalPassageStore
+    from services.generation.bootstrap import build_spec as generation_spec
     from services.generation.settings import Settings as GenerationSettings
     from services.orchestrator import adapters
     from services.orchestrator.bootstrap import Downstream, build_servicer
     from services.orchestrator.settings import Settings as OrchestratorSettings
-    from services.retrieval.servicer import build_spec as retrieval_spec
+    from services.retrieval.bootstrap import build_spec as retrieval_spec
     from services.retrieval.settings import Settings as RetrievalSettings
-    from services.scheduler_gateway.servicer import build_spec as scheduler_spec
+    from services.scheduler_gateway.bootstrap import build_spec as scheduler_spec
     from services.scheduler_gateway.settings import Settings as SchedulerSettings
     from services.trace.servicer import build_spec as trace_spec
     from services.trace.settings import Settings as TraceSettings
 
-    retrieval = retrieval_spec(RetrievalSettings(
+    retrieval_service = retrieval_spec(RetrievalSettings(
         port=0, metrics_port=-1, data_dir=stack_dir, embedding_cache_path=cache,
-        **({} if query_cache_size is None else {"query_cache_size": query_cache_size}))).servicer
-    scheduler = scheduler_spec(SchedulerSettings(port=0, metrics_port=-1, data_dir=stack_dir)).servicer
-    generation = generation_spec(GenerationSettings(port=0, metrics_port=-1)).servicer
-    validator = validator_spec(ValidatorSettings(port=0, metrics_port=-1)).servicer
-    trace = trace_spec(TraceSettings(port=0, metrics_port=-1, data_dir=work / "trace",
-                                     retention_interval_seconds=0)).servicer
-    servicers = [retrieval, scheduler, generation, validator, trace]
-    for servicer in servicers:
-        if hasattr(servicer, "warm_up"):
-            servicer.warm_up()
-    validator.validator.store = _DirectPassageStore(retrieval)
+        **({} if query_cache_size is None else {"query_cache_size": query_cache_size})))
+    specs = [
+        retrieval_service,
+        scheduler_spec(SchedulerSettings(port=0, metrics_port=-1, data_dir=stack_dir)),
+        generation_spec(GenerationSettings(port=0, metrics_port=-1)),
+        # The validator's own reload adapter, reading from the retrieval servicer in process.
+        validator_spec(ValidatorSettings(port=0, metrics_port=-1), store=RetrievalPassageStore(
+            "in-process", retrieval=_InProcessStub(retrieval_service.servicer))),
+        trace_spec(TraceSettings(port=0, metrics_port=-1, data_dir=work / "trace", retention_interval_seconds=0)),
+    ]
+    retrieval, scheduler, generation, validator, trace = (spec.servicer for spec in specs)
+    for spec in specs:
+        spec.warm_up()
 
     def deliver(record):
         with call_context(Principal(record.tenant_id, "orchestrator", ("service",)), None, 5.0):
@@ -349,9 +318,8 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
 
     def close():
         orchestrator.close()
-        for servicer in servicers:
-            if hasattr(servicer, "close"):
-                servicer.close()
+        for spec in specs:
+            spec.close()
 
     return ask, close
 

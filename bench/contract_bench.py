@@ -36,11 +36,11 @@ from apps.cli.ingest import parse_file  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from services.citation_validator.servicer import build_spec as validator_spec  # noqa: E402
+from services.citation_validator.bootstrap import build_spec as validator_spec  # noqa: E402
 from services.citation_validator.settings import Settings as ValidatorSettings  # noqa: E402
-from services.generation.servicer import build_spec as generation_spec  # noqa: E402
+from services.generation.bootstrap import build_spec as generation_spec  # noqa: E402
 from services.generation.settings import Settings as GenerationSettings  # noqa: E402
-from services.retrieval.servicer import build_spec as retrieval_spec  # noqa: E402
+from services.retrieval.bootstrap import build_spec as retrieval_spec  # noqa: E402
 from services.retrieval.settings import Settings as RetrievalSettings  # noqa: E402
 
 QUESTIONS = [

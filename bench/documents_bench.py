@@ -42,9 +42,9 @@ from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc  # noqa
 from documents.pdfgen import LabelRange, PdfBuilder  # noqa: E402
 from prometheus_client import REGISTRY  # noqa: E402
 
+from services.retrieval.bootstrap import build_spec  # noqa: E402
 from services.retrieval.extract.html import HtmlExtractor  # noqa: E402
 from services.retrieval.extract.pdf import PdfExtractor  # noqa: E402
-from services.retrieval.servicer import build_spec  # noqa: E402
 from services.retrieval.settings import Settings  # noqa: E402
 
 TENANT = "bench-documents"

@@ -52,7 +52,7 @@ from citetrace.kit.testing import serving, test_auth_settings, token_metadata  #
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb  # noqa: E402
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc  # noqa: E402
 
-from services.retrieval.servicer import build_spec  # noqa: E402
+from services.retrieval.bootstrap import build_spec  # noqa: E402
 from services.retrieval.settings import Settings  # noqa: E402
 
 TENANT = core.TENANT
@@ -135,11 +135,13 @@ def ingest_bulk(settings: Settings, corpus: list[dict], batch: int = 32) -> dict
     """The same core without gRPC: RetrievalCore.ingest_many in batches (per-document transactions)."""
     from citetrace.kit.auth import Principal
 
-    from services.retrieval.core import IngestCommand, RetrievalCore
+    from services.retrieval import bootstrap
+    from services.retrieval.core import IngestCommand
     from services.retrieval.store.records import DocumentRecord
 
-    retrieval = RetrievalCore(settings)
-    retrieval.warm_up()
+    service = bootstrap.build(settings)
+    service.warm_up()
+    retrieval = service.core
     admin = Principal(TENANT, "bench", ("policy_admin",))
     commands = [IngestCommand(DocumentRecord(TENANT, d["_id"], "handbook", d["title"] or d["_id"], ""),
                               core.document_text(d), None, VALID_FROM, None, ("patient",), (), ("other",), "en")
@@ -149,7 +151,7 @@ def ingest_bulk(settings: Settings, corpus: list[dict], batch: int = 32) -> dict
     for i in range(0, len(commands), batch):
         created += sum(getattr(r, "created", False) for r in retrieval.ingest_many(admin, commands[i:i + batch]))
     seconds = time.perf_counter() - started
-    retrieval.close()
+    service.close()
     return {"docs": len(corpus), "created": created, "seconds": round(seconds, 3),
             "docs_per_s": round(len(corpus) / seconds, 2), "batch": batch}
 

@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from services.scheduler_gateway import schema  # noqa: E402
+from services.scheduler_gateway.bootstrap import build_spec  # noqa: E402
 from services.scheduler_gateway.domain import day_bounds_utc  # noqa: E402
 from services.scheduler_gateway.loader import build_plan, write_plan  # noqa: E402
-from services.scheduler_gateway.servicer import build_spec  # noqa: E402
 from services.scheduler_gateway.settings import Settings  # noqa: E402
 
 SAMPLE = ROOT / "deploy" / "samples" / "slots.yaml"

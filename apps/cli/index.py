@@ -95,9 +95,10 @@ def _settings(args: argparse.Namespace, **extra):
 
 
 def _backend(settings):
-    from services.retrieval.index.opensearch import OpenSearchBackend
+    """The OpenSearch backend of these settings (backend is always opensearch here)."""
+    from services.retrieval.bootstrap import make_backend
 
-    return OpenSearchBackend(settings.opensearch_config())
+    return make_backend(settings)
 
 
 def _guard(action):
@@ -131,14 +132,10 @@ def _store_settings(args: argparse.Namespace):
 
 
 def _open_store(args: argparse.Namespace, *, sign: bool):
-    from services.retrieval.core import build_sealer
-    from services.retrieval.store.store import Store
+    from services.retrieval.bootstrap import open_store
 
     settings = _store_settings(args)
-    store = Store(settings.resolved_database_url(), settings.sqlite_synchronous)
-    store.migrate()
-    store.sealer = _guard(lambda: build_sealer(settings, store, sign=sign))
-    return settings, store
+    return settings, _guard(lambda: open_store(settings, sign=sign))
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -198,26 +195,23 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
-    from citetrace.embeddings import EmbeddingCache
-
-    from services.retrieval.core import RetrievalCore
+    from services.retrieval import bootstrap
 
     extra = {"database_url": args.database_url} if args.database_url else {}
     if args.keep is not None:
         extra["opensearch_keep_generations"] = args.keep
     settings = _settings(args, **extra)
     backend = _backend(settings)
-    core = RetrievalCore(settings, backend=backend)
+    service = bootstrap.build(settings, backend=backend)
+    core = service.core
     started = time.perf_counter()
     try:
-        _guard(core.open_store)
-        core.embedder.warm_up()
-        core.cache = EmbeddingCache(settings.resolved_cache_path())
+        _guard(core.open)
         before = _guard(backend.live_generation)
         count = _guard(lambda: core.rebuild_index(new_generation=True))
         after = _guard(backend.live_generation)
     finally:
-        core.close()
+        service.close()
     print(f"rebuilt {count} passages from {settings.resolved_database_url()} into generation {after} "
           f"in {time.perf_counter() - started:.1f}s; live was {before or 'none'}")
     return 0

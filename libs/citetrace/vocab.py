@@ -41,13 +41,18 @@ def enum_names(enum: EnumTypeWrapper, prefix: str, *, lower: bool = True) -> tup
     return tuple(name.lower() if lower else name for name in names)
 
 
-def enum_label(enum: EnumTypeWrapper, value: int, prefix: str) -> str:
-    """One value's name without the prefix, for display (e.g. PART_OUTCOME_ANSWERED -> ANSWERED);
-    a number the enum does not know (a newer peer) reads as the number."""
+def enum_label(enum: EnumTypeWrapper, value: int, prefix: str, *, unspecified: str | None = None,
+               unknown: str | None = None) -> str:
+    """One value's name without the prefix (e.g. PART_OUTCOME_ANSWERED -> ANSWERED). The _UNSPECIFIED
+    zero reads as `unspecified` when given (a domain's "no value", often ""); a number the enum does not
+    know (a newer peer) reads as `unknown`, or as the number itself (so a core can refuse it by name)."""
     try:
-        return enum.Name(value).removeprefix(prefix)
+        name = enum.Name(value)
     except ValueError:
-        return str(value)
+        return str(value) if unknown is None else unknown
+    if value == 0 and unspecified is not None:
+        return unspecified
+    return name.removeprefix(prefix)
 
 
 class EnumVocabulary:

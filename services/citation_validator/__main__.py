@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from citetrace.kit.server import run_service
 
-from services.citation_validator.servicer import build_spec
+from services.citation_validator.bootstrap import build_spec
 from services.citation_validator.settings import PREFIX, Settings
 
 

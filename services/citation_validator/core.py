@@ -22,6 +22,7 @@ from citetrace.vocab import APPROVED
 from services.citation_validator import support as support_mod
 from services.citation_validator.policy import SourcePolicy
 from services.citation_validator.support import checks as support_checks
+from services.citation_validator.validation import check_request
 
 CITATION_GAP = "CITATION_GAP"
 CITATION_UNKNOWN = "CITATION_UNKNOWN"
@@ -198,8 +199,12 @@ class Validator:
         policy: SourcePolicy,
         support_model: support_mod.SupportModel,
         reload_timeout: float = 2.0,
+        max_claims: int = 64,
+        max_offered: int = 100,
     ) -> None:
         self.store = store
+        self.max_claims = max_claims
+        self.max_offered = max_offered
         self.policy = policy
         self.support = support_model
         self.reload_timeout = reload_timeout
@@ -211,6 +216,7 @@ class Validator:
     def validate(
         self, tenant_id: str, claims: list[ClaimIn], offered: list[OfferedPassage], as_of: datetime | None
     ) -> ValidationResult:
+        check_request(claims, offered, max_claims=self.max_claims, max_offered=self.max_offered)
         as_of = as_of or utc_now()
         with stage("citation_validator", "validator.validate", claims=len(claims), offered=len(offered)) as span:
             result = self._validate(tenant_id, claims, offered, as_of)

@@ -9,14 +9,10 @@ from citetrace.citation_validator.v1 import citation_validator_service_pb2 as pb
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as pb_grpc
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.context import current_principal
-from citetrace.kit.errors import InvalidArgument
-from citetrace.kit.server import ServiceSpec
 from citetrace.kit.timestamps import field_time
+from citetrace.vocab import enum_label
 
 from services.citation_validator.core import ClaimIn, OfferedPassage, ValidationResult, Validator
-from services.citation_validator.policy import SourcePolicy
-from services.citation_validator.store import RetrievalPassageStore
-from services.citation_validator.support import build_support_model
 
 log = logging.getLogger(__name__)
 _VERDICT = {
@@ -26,31 +22,13 @@ _VERDICT = {
 }
 
 
-def _claim_type(value: int) -> str:
-    name = common_pb2.ClaimType.Name(value) if value in common_pb2.ClaimType.values() else ""
-    return "" if not name or name.endswith("_UNSPECIFIED") else name.removeprefix("CLAIM_TYPE_")
-
-
-def to_domain(request: pb.ValidateRequest, max_claims: int, max_offered: int):
-    if not request.claims:
-        raise InvalidArgument("NO_CLAIMS", "claims must not be empty")
-    if len(request.claims) > max_claims:
-        raise InvalidArgument("TOO_MANY_CLAIMS", f"{len(request.claims)} claims; limit {max_claims}")
-    if len(request.offered) > max_offered:
-        raise InvalidArgument("TOO_MANY_OFFERED", f"{len(request.offered)} offered passages; limit {max_offered}")
-    claims = []
-    for i, claim in enumerate(request.claims):
-        if not claim.claim_id.strip():
-            raise InvalidArgument("MISSING_CLAIM_ID", f"claims[{i}].claim_id is empty")
-        if not claim.text.strip():
-            raise InvalidArgument("EMPTY_CLAIM_TEXT", f"claims[{i}].text is empty")
-        if claim.claim_type not in common_pb2.ClaimType.values():
-            raise InvalidArgument("INVALID_CLAIM_TYPE", f"claims[{i}].claim_type {claim.claim_type} is unknown")
-        claims.append(ClaimIn(claim.claim_id, claim.text, tuple(claim.evidence_labels), _claim_type(claim.claim_type)))
+def to_domain(request: pb.ValidateRequest):
+    """Translation only: what the request must satisfy is checked by the validator."""
+    claims = [ClaimIn(claim.claim_id, claim.text, tuple(claim.evidence_labels),
+                      enum_label(common_pb2.ClaimType, claim.claim_type, "CLAIM_TYPE_", unspecified=""))
+              for claim in request.claims]
     offered = []
-    for i, item in enumerate(request.offered):
-        if not item.label:
-            raise InvalidArgument("MISSING_LABEL", f"offered[{i}].label is empty")
+    for item in request.offered:
         ident = item.passage.identity
         offered.append(OfferedPassage(
             label=item.label, passage_id=ident.passage_id, tenant_id=ident.tenant_id,
@@ -59,8 +37,7 @@ def to_domain(request: pb.ValidateRequest, max_claims: int, max_offered: int):
             source_class=ident.source_class, text=item.passage.text, page_start=ident.page_start,
             page_end=ident.page_end, page_label_start=ident.page_label_start, page_label_end=ident.page_label_end,
         ))
-    as_of = field_time(request, "as_of")
-    return claims, offered, as_of
+    return claims, offered, field_time(request, "as_of")
 
 
 def _finding(f) -> pb.Finding:
@@ -91,31 +68,11 @@ def to_proto(result: ValidationResult) -> pb.ValidateResponse:
 
 
 class CitationValidatorServicer(pb_grpc.CitationValidatorServiceServicer):
-    def __init__(self, settings) -> None:
-        self.settings = settings
-        self.policy = SourcePolicy.load(settings.source_policy_file)
-        self.support = build_support_model(
-            settings.support_model, weights_file=settings.support_weights_file,
-            base_url=settings.support_remote_base_url, model=settings.support_remote_model,
-            api_key=settings.support_remote_api_key, timeout_seconds=settings.support_remote_timeout_seconds,
-            response_format=settings.support_remote_response_format)
-        self.validator = Validator(RetrievalPassageStore(settings.retrieval_target), self.policy, self.support,
-                                   reload_timeout=settings.reload_timeout_seconds)
+    """Translates proto <-> domain; built with its validator by services/citation_validator/bootstrap.py."""
 
-    def warm_up(self) -> None:
-        self.support.warm_up()
-        log.info("citation validator: source policy %s, support model %s", self.policy.version, self.support.version)
+    def __init__(self, validator: Validator) -> None:
+        self.validator = validator
 
     def Validate(self, request, context):
-        claims, offered, as_of = to_domain(request, self.settings.max_claims, self.settings.max_offered)
-        principal = current_principal()
-        return to_proto(self.validator.validate(principal.tenant_id, claims, offered, as_of))
-
-
-def build_spec(settings) -> ServiceSpec:
-    return ServiceSpec(
-        name="citation_validator",
-        full_name=pb.DESCRIPTOR.services_by_name["CitationValidatorService"].full_name,
-        servicer=CitationValidatorServicer(settings),
-        register=pb_grpc.add_CitationValidatorServiceServicer_to_server,
-    )
+        claims, offered, as_of = to_domain(request)
+        return to_proto(self.validator.validate(current_principal().tenant_id, claims, offered, as_of))

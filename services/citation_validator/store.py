@@ -46,9 +46,12 @@ def stored_from_proto(passage: common_pb2.Passage, version: common_pb2.DocumentV
 
 
 class RetrievalPassageStore:
-    def __init__(self, target: str) -> None:
+    """`retrieval` replaces the gRPC stub to `target` (the in-process benchmark passes the servicer
+    behind a stub's interface; its failures are DomainErrors already)."""
+
+    def __init__(self, target: str, *, retrieval=None) -> None:
         self.target = target
-        self._stub = stub(ret_grpc.RetrievalServiceStub, target)
+        self._stub = retrieval or stub(ret_grpc.RetrievalServiceStub, target)
 
     def load(self, passage_ids: list[str], timeout: float) -> Loaded:
         deadline = time.monotonic() + timeout

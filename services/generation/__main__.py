@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from citetrace.kit.server import run_service
 
-from services.generation.servicer import build_spec
+from services.generation.bootstrap import build_spec
 from services.generation.settings import PREFIX, Settings
 
 

@@ -77,6 +77,9 @@ class Backend(Protocol):
         """Claims from request.passages only (already cut to the budget). Raises
         citetrace.kit.errors.Unavailable (retryable) on any failure: never a partial answer."""
 
+    def close(self) -> None:
+        """Releases what the backend holds (connections); nothing for an in-process one."""
+
 
 def apply_budget(passages: tuple[OfferedPassage, ...], max_passages: int, max_chars: int) -> tuple[OfferedPassage, ...]:
     """The longest prefix of the ranked passages within both limits (rank order is kept; a

@@ -77,6 +77,9 @@ class ExtractiveBackend:
         self.selection_ratio = selection_ratio
         self.relevance_threshold = relevance_threshold
 
+    def close(self) -> None:
+        """In process: nothing to release."""
+
     def settings(self) -> dict[str, str]:
         return {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio),
                 "relevance_threshold": str(self.relevance_threshold)}

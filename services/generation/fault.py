@@ -28,6 +28,9 @@ class FaultInjectingBackend:
         self.fault = fault
         self.fault_attempts = fault_attempts
 
+    def close(self) -> None:
+        self.inner.close()
+
     def settings(self) -> dict[str, str]:
         return {**self.inner.settings(), "test_fault": self.fault, "test_fault_attempts": str(self.fault_attempts)}
 

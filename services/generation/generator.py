@@ -16,6 +16,7 @@ from services.generation.core import (
 from services.generation.extractive import ExtractiveBackend
 from services.generation.fault import FaultInjectingBackend
 from services.generation.settings import Settings
+from services.generation.validation import checked
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -38,16 +39,17 @@ def make_backend(settings: Settings) -> Backend:
 
 
 class Generator:
-    def __init__(self, settings: Settings, backend: Backend | None = None) -> None:
+    """The generation use case; built by services/generation/bootstrap.py with its backend."""
+
+    def __init__(self, settings: Settings, backend: Backend) -> None:
         self.settings = settings
-        self.backend = backend or make_backend(settings)
+        self.backend = backend
 
     def close(self) -> None:
-        close = getattr(self.backend, "close", None)
-        if callable(close):
-            close()
+        self.backend.close()
 
     def generate(self, request: GenerationRequest, budget_passages: int = 0, budget_chars: int = 0) -> GenerationResult:
+        request = checked(request, budget_passages, budget_chars)
         max_passages, max_chars = effective_budget(
             self.settings.max_passages, self.settings.max_chars, budget_passages, budget_chars
         )

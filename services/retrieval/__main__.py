@@ -9,7 +9,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from citetrace.kit.server import run_service  # noqa: E402
 
-from services.retrieval.servicer import build_spec  # noqa: E402
+from services.retrieval.bootstrap import build_spec  # noqa: E402
 from services.retrieval.settings import PREFIX, Settings  # noqa: E402
 
 

@@ -24,7 +24,6 @@ from citetrace.kit.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
-    Unavailable,
 )
 from citetrace.kit.metrics import (
     RETRIEVAL_EMPTY,
@@ -55,11 +54,9 @@ from citetrace.vocab import (
 )
 
 from services.retrieval.chunker import MarkdownChunker
-from services.retrieval.extract import MARKDOWN, Extraction, Extractors, SourceError, default_extractors
+from services.retrieval.extract import MARKDOWN, Extraction, Extractors, SourceError
 from services.retrieval.extract.base import ExtractionIssue, PageInfo
 from services.retrieval.index import (
-    BM25Settings,
-    EmbeddedIndex,
     FusionSettings,
     IndexedPassage,
     ScopeFilter,
@@ -255,32 +252,21 @@ class _Prepared:
 _REBUILD_BATCH = 1000
 
 
-def make_backend(settings: Settings) -> SearchBackend:
-    """The search backend named by settings.backend (the OpenSearch issue adds its branch here).
-    The index is derived data: whatever the backend, warm-up rebuilds it from the store of record."""
-    if settings.backend == "embedded":
-        return EmbeddedIndex(bm25=BM25Settings(k1=settings.bm25_k1, b=settings.bm25_b))
-    if settings.backend == "opensearch":
-        from services.retrieval.index.opensearch import OpenSearchBackend
-
-        return OpenSearchBackend(settings.opensearch_config())
-    raise Unavailable("BACKEND_NOT_BUILT",
-                      f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
-
-
 def embedding_text(heading_context: str, text: str) -> str:
     """What is embedded and lexically indexed for a passage: its heading context, then its text."""
     return f"{heading_context}\n{text}" if heading_context else text
 
 
 class RetrievalCore:
-    def __init__(self, settings: Settings, *, store: Store | None = None, backend: SearchBackend | None = None,
-                 embedder: Embedder | None = None, extractors: Extractors | None = None) -> None:
+    """Built by services/retrieval/bootstrap.py, which chooses the store, backend, model and extractors."""
+
+    def __init__(self, settings: Settings, *, store: Store, backend: SearchBackend, embedder: Embedder,
+                 extractors: Extractors) -> None:
         self.settings = settings
-        self.extractors = extractors or default_extractors(settings.max_source_pages)
-        self.backend = backend or make_backend(settings)
-        self.store = store or Store(settings.resolved_database_url(), settings.sqlite_synchronous)
-        self.embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens)
+        self.extractors = extractors
+        self.backend = backend
+        self.store = store
+        self.embedder = embedder
         self.chunker = MarkdownChunker(settings.chunk_target_chars, settings.chunk_hard_limit_chars)
         self.fusion = FusionSettings(method=settings.fusion_method, rrf_k=settings.rrf_k,
                                      lexical_weight=settings.lexical_weight, vector_weight=settings.vector_weight,
@@ -293,24 +279,34 @@ class RetrievalCore:
         self._versions: dict[tuple[str, str], VersionRecord] = {}
         self._tenants: set[str] = set()
         self._write_lock = threading.RLock()
-        self._process_local_index = isinstance(self.backend, EmbeddedIndex)
+        self._process_local_index = backend.process_local
         self._ready = False
         # What the last rebuild refused (reported at warm-up; `citetrace index verify` walks again).
         self.integrity = IntegrityReport()
-        # Called after a commit that may have queued version events (the servicer wires it to the
+        # Called after a commit that may have queued version events (the bootstrap wires it to the
         # background relay of services/retrieval/version_events.py).
         self.on_version_events: Callable[[], None] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def warm_up(self) -> None:
-        """Migrations, model check, and the index rebuilt from the store of record."""
+        """Migrations, keys, model check, and the index rebuilt from the store of record."""
+        self.open()
+        self.rebuild_index()
+        self._ready = True
+
+    def open(self) -> None:
+        """Everything but the index rebuild: migrations and keys, the model checked and loaded, the
+        vector cache opened (`citetrace index rebuild` then rebuilds into a new generation)."""
         self.open_store()
         self.embedder.warm_up()
         self.extractors.warm_up()
         self.cache = EmbeddingCache(self.settings.resolved_cache_path())
-        self.rebuild_index()
-        self._ready = True
+
+    @property
+    def ready(self) -> bool:
+        """Warmed up: the index holds the store of record."""
+        return self._ready
 
     def open_store(self) -> None:
         """Migrations, then the signing key and verify keys (before anything is read or written)."""

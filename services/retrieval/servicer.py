@@ -5,13 +5,9 @@ from __future__ import annotations
 import logging
 
 from citetrace.common.v1 import common_pb2
-from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import Unavailable
-from citetrace.kit.server import ServiceSpec
-from citetrace.kit.settings import SettingsError, load_settings
 from citetrace.kit.timestamps import field_time, to_timestamp
-from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from citetrace.vocab import INTENT, VERSION_STATUS
@@ -25,7 +21,6 @@ from services.retrieval.core import (
     SpanRequest,
 )
 from services.retrieval.extract.base import LABEL_FROM_PAGE_TEXT, LABEL_FROM_TREE, LABEL_NONE
-from services.retrieval.settings import Settings
 from services.retrieval.store.records import (
     NOT_REQUIRED,
     PENDING,
@@ -35,8 +30,6 @@ from services.retrieval.store.records import (
     PassageRecord,
     VersionRecord,
 )
-from services.retrieval.trace_notify import TraceVersionEventSender
-from services.retrieval.version_events import VersionEventRelay
 
 log = logging.getLogger("citetrace.retrieval")
 
@@ -60,40 +53,13 @@ _MODE_TO_PB = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_LEXICA
 
 
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
-    def __init__(self, core: RetrievalCore, auth: AuthSettings | None = None) -> None:
+    """Translates proto <-> domain; built with its core by services/retrieval/bootstrap.py."""
+
+    def __init__(self, core: RetrievalCore) -> None:
         self.core = core
-        self.auth = auth
-        self.relay: VersionEventRelay | None = None
-        self._ready = False
-
-    def warm_up(self) -> None:
-        self.core.warm_up()
-        self._start_relay()
-        self._ready = True
-
-    def _start_relay(self) -> None:
-        """Version events go to the trace service in the background; without a key that can sign
-        service tokens they stay queued in the store of record (and are delivered after a restart
-        with one)."""
-        s = self.core.settings
-        if not can_sign(self.auth):
-            log.warning("retrieval: no CITETRACE_AUTH_* signing key: version events stay queued for the trace service")
-            return
-        client = TraceClient(s.trace_target, self.auth, caller="retrieval", timeout=s.trace_timeout_seconds)
-        self.relay = VersionEventRelay(
-            self.core.store, TraceVersionEventSender(client),
-            poll_seconds=s.version_event_poll_seconds, backoff_base_seconds=s.version_event_backoff_seconds,
-            backoff_max_seconds=s.version_event_max_backoff_seconds)
-        self.core.on_version_events = self.relay.wake
-        self.relay.start()
-
-    def close(self) -> None:
-        if self.relay is not None:
-            self.relay.stop()
-        self.core.close()
 
     def _core(self) -> RetrievalCore:
-        if not self._ready:
+        if not self.core.ready:
             raise Unavailable("NOT_READY", "the retrieval service is still warming up")
         return self.core
 
@@ -251,21 +217,4 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
                            fused_score=h.fused_score, fused_rank=h.fused_rank)
               for h in result.hits],
         settings=settings,
-    )
-
-
-def build_spec(settings: Settings, core: RetrievalCore | None = None, auth: AuthSettings | None = None) -> ServiceSpec:
-    if auth is None:
-        try:
-            auth = load_settings(AuthSettings, AUTH_PREFIX)
-        except SettingsError:
-            auth = None  # in-process contract tests; warm_up logs that version events stay queued
-    return ServiceSpec(
-        name="retrieval",
-        full_name=pb.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
-        servicer=RetrievalServicer(core or RetrievalCore(settings), auth),
-        register=pb_grpc.add_RetrievalServiceServicer_to_server,
-        # A whole source file in one IngestDocument; the core refuses more than max_source_bytes
-        # with SOURCE_TOO_LARGE naming the file, the transport anything beyond that margin.
-        max_receive_message_bytes=settings.max_source_bytes + 1024 * 1024,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from citetrace.kit.server import run_service
 
-from services.scheduler_gateway.servicer import build_spec
+from services.scheduler_gateway.bootstrap import build_spec
 from services.scheduler_gateway.settings import PREFIX, Settings
 
 

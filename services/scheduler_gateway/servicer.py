@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import InvalidArgument, Unimplemented
-from citetrace.kit.server import ServiceSpec
-from citetrace.kit.settings import SettingsError, load_settings
 from citetrace.kit.timestamps import field_time, to_timestamp
-from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 
-from services.scheduler_gateway.background import Periodic
 from services.scheduler_gateway.convert import (
     APPOINTMENT_STATUS,
     CHANGE_KIND,
@@ -28,36 +23,21 @@ from services.scheduler_gateway.convert import (
     proposal_to_proto,
     slot_to_proto,
 )
-from services.scheduler_gateway.core import FindSlotsInput, Limits, SchedulerCore, is_confirmed
+from services.scheduler_gateway.core import FindSlotsInput, SchedulerCore, is_confirmed
 from services.scheduler_gateway.domain import (
     SlotChoice,
-    SlotSource,
 )
-from services.scheduler_gateway.schema import default_database_url
-from services.scheduler_gateway.sql_source import SqlSlotSource
-from services.scheduler_gateway.sql_workflow import SqlWorkflowStore
-from services.scheduler_gateway.trace_events import action_event_relay
-from services.scheduler_gateway.workflow import ProposeInput, WorkflowCore, WorkflowLimits
+from services.scheduler_gateway.workflow import ProposeInput, WorkflowCore
 
 log = logging.getLogger("citetrace.scheduler_gateway")
 
 
 class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
-    def __init__(self, core: SchedulerCore, workflow: WorkflowCore | None = None, background=()) -> None:
+    """Translates proto <-> domain; built with its cores by services/scheduler_gateway/bootstrap.py."""
+
+    def __init__(self, core: SchedulerCore, workflow: WorkflowCore | None = None) -> None:
         self.core = core
         self.workflow = workflow
-        # Started after warm-up, stopped before the source closes (expiry sweeper, event relay).
-        self.background = tuple(background)
-
-    def warm_up(self) -> None:
-        self.core.source.warm_up()
-        for task in self.background:
-            task.start()
-
-    def close(self) -> None:
-        for task in self.background:
-            task.stop()
-        self.core.source.close()
 
     def _workflow(self) -> WorkflowCore:
         if self.workflow is None:
@@ -178,52 +158,3 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
         record = self._workflow().reject(current_principal(), request.proposal_id, request.note,
                                          request.idempotency_key)
         return pb.RejectProposalResponse(proposal=proposal_to_proto(record))
-
-
-def build_spec(settings, source: SlotSource | None = None, clock=None, auth: AuthSettings | None = None) -> ServiceSpec:
-    """The service; `source` replaces the SQL system of record (e.g. another adapter) and `clock`
-    the wall clock (tests), without any change here. Appointments and proposals need the SQL
-    source (a confirmation changes slots and appointments in one transaction); with another
-    source their RPCs are UNIMPLEMENTED. `auth` (default: from the environment) signs the service
-    tokens that deliver action events to trace; without a signing key they stay queued."""
-    if source is None:
-        source = SqlSlotSource(settings.database_url or default_database_url(settings.data_dir))
-    if auth is None:
-        try:
-            auth = load_settings(AuthSettings, AUTH_PREFIX)
-        except SettingsError:
-            auth = None
-    limits = Limits(
-        max_range_days=settings.max_range_days,
-        default_range_days=settings.default_range_days,
-        default_page_size=settings.default_page_size,
-    )
-    clock_kw = {} if clock is None else {"clock": clock}
-    core = SchedulerCore(source, limits, **clock_kw)
-    workflow, background = None, []
-    if isinstance(source, SqlSlotSource):
-        store = SqlWorkflowStore(source)
-        workflow = WorkflowCore(store, WorkflowLimits(
-            proposal_ttl_seconds=settings.proposal_ttl_seconds,
-            review_task_ttl_seconds=settings.review_task_ttl_seconds,
-            default_page_size=settings.default_page_size), **clock_kw)
-        if settings.expiry_sweep_seconds > 0:
-            background.append(Periodic("scheduler-proposal-expiry", settings.expiry_sweep_seconds, workflow.expire_due))
-        if settings.trace_target and can_sign(auth):
-            relay = action_event_relay(
-                store, TraceClient(settings.trace_target, auth, caller="scheduler_gateway",
-                                   timeout=settings.trace_timeout_seconds),
-                poll_seconds=settings.action_event_poll_seconds,
-                backoff_base_seconds=settings.action_event_backoff_seconds,
-                backoff_max_seconds=settings.action_event_max_backoff_seconds)
-            core.on_events = workflow.on_events = relay.wake
-            background.append(relay)
-        else:
-            log.warning("scheduler_gateway: no trace target or no CITETRACE_AUTH_* signing key: action events stay "
-                        "queued in the scheduling database")
-    return ServiceSpec(
-        name="scheduler_gateway",
-        full_name=pb.DESCRIPTOR.services_by_name["SchedulerGatewayService"].full_name,
-        servicer=SchedulerGatewayServicer(core, workflow, background),
-        register=pb_grpc.add_SchedulerGatewayServiceServicer_to_server,
-    )

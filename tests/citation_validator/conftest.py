@@ -18,9 +18,9 @@ from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from google.protobuf import timestamp_pb2
 
-from services.citation_validator.servicer import build_spec as build_validator
+from services.citation_validator.bootstrap import build_spec as build_validator
 from services.citation_validator.settings import Settings as ValidatorSettings
-from services.retrieval.servicer import build_spec as build_retrieval
+from services.retrieval.bootstrap import build_spec as build_retrieval
 from services.retrieval.settings import Settings as RetrievalSettings
 
 T2025 = datetime(2025, 1, 1, tzinfo=UTC)

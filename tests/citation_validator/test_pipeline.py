@@ -17,7 +17,7 @@ from citetrace.kit.testing import serving, token_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 
 from apps.cli.ingest import parse_file
-from services.generation.servicer import build_spec as build_generation
+from services.generation.bootstrap import build_spec as build_generation
 from services.generation.settings import Settings as GenerationSettings
 
 from .conftest import reasons, retrieval_service, validator_service

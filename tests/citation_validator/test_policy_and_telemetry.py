@@ -11,8 +11,8 @@ from citetrace.kit.telemetry import add_span_processor, setup_tracing
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from services.citation_validator.bootstrap import build_spec
 from services.citation_validator.policy import SourcePolicy, SourcePolicyError
-from services.citation_validator.servicer import build_spec
 from services.citation_validator.settings import HERE, Settings
 from services.citation_validator.support.embedded import DEFAULT_WEIGHTS, Weights, WeightsError
 

@@ -14,12 +14,11 @@ from citetrace.kit.testing import serving
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
-from services.retrieval.core import RetrievalCore
+from services.retrieval import bootstrap
 from services.retrieval.extract import Extractors
 from services.retrieval.extract.html import HtmlExtractor
 from services.retrieval.extract.markdown import MarkdownExtractor
 from services.retrieval.extract.pdf import PdfExtractor
-from services.retrieval.servicer import build_spec
 from services.retrieval.settings import Settings
 
 from . import fixtures
@@ -67,9 +66,9 @@ class Client:
 @contextlib.contextmanager
 def service(auth, data_dir, extractors=None, **overrides):
     settings = Settings(port=0, metrics_port=-1, data_dir=data_dir, **overrides)
-    core = RetrievalCore(settings, extractors=extractors)
-    with serving(build_spec(settings, core), auth) as runner, grpc.insecure_channel(runner.address) as channel:
-        yield Client(pb_grpc.RetrievalServiceStub(channel), auth, core, runner.address)
+    retrieval = bootstrap.build(settings, extractors=extractors)
+    with serving(retrieval.spec(), auth) as runner, grpc.insecure_channel(runner.address) as channel:
+        yield Client(pb_grpc.RetrievalServiceStub(channel), auth, retrieval.core, runner.address)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from citetrace.kit.testing import serving
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from services.generation.servicer import build_spec
+from services.generation.bootstrap import build_spec
 from services.generation.settings import Settings
 
 from .fixtures import TEXTS, labelled

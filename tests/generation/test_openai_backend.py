@@ -18,8 +18,8 @@ from citetrace.generation.v1 import generation_service_pb2_grpc as pb_grpc
 from citetrace.kit.clients import error_info
 from citetrace.kit.testing import serving
 
+from services.generation.bootstrap import build_spec
 from services.generation.openai_backend import CLAIMS_SCHEMA
-from services.generation.servicer import build_spec
 from services.generation.settings import Settings
 
 from .fixtures import labelled

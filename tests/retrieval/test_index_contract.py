@@ -475,7 +475,7 @@ def test_the_protocol_declares_every_capability_the_core_uses(backend):
     """The retrieval core calls only what SearchBackend declares (no getattr probing): each backend
     has all of it, and the raw candidate lists fused are exactly what `search` returns."""
     assert isinstance(backend, SearchBackend)
-    assert isinstance(backend.one_request_for_both, bool)
+    assert isinstance(backend.one_request_for_both, bool) and isinstance(backend.process_local, bool)
     assert callable(backend.rebuild_scope) and callable(backend.candidate_lists)
     load(backend, passage("c-1", text="arrive fifteen minutes early"), passage("c-2", text="bring photo id"))
     query = SearchQuery("arrive early", E0, scope(), 5, FusionSettings(mode="hybrid", candidate_k=10))

@@ -13,8 +13,8 @@ from citetrace.kit.testing import serving
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 
 from services.scheduler_gateway import schema
+from services.scheduler_gateway.bootstrap import build_spec
 from services.scheduler_gateway.loader import build_plan, write_plan
-from services.scheduler_gateway.servicer import build_spec
 from services.scheduler_gateway.settings import Settings
 
 UTC = dt.UTC

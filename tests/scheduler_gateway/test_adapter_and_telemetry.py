@@ -20,9 +20,9 @@ from prometheus_client import REGISTRY
 
 from apps.cli.common import dev_secret
 from apps.cli.main import main as cli
+from services.scheduler_gateway.bootstrap import build_spec
 from services.scheduler_gateway.domain import BUSY, FREE, LocationRecord, SlotRecord, SlotSource
 from services.scheduler_gateway.memory_source import InMemorySlotSource
-from services.scheduler_gateway.servicer import build_spec
 from services.scheduler_gateway.settings import Settings
 from services.scheduler_gateway.sql_source import SqlSlotSource
 

@@ -8,7 +8,7 @@ import pytest
 from citetrace.kit.testing import serving
 
 from apps.cli.main import main
-from services.scheduler_gateway.servicer import build_spec
+from services.scheduler_gateway.bootstrap import build_spec
 from services.scheduler_gateway.settings import Settings
 
 from .conftest import NOW, FixedClock, load, world

@@ -123,7 +123,7 @@ def test_version_event_flags_answers_for_re_review(stack, capsys):
 
 @pytest.mark.slow
 def test_export_writes_a_receipt_and_names_sources_no_longer_retrievable(stack, auth, tmp_path, capsys):
-    from services.retrieval.servicer import build_spec
+    from services.retrieval.bootstrap import build_spec
     from services.retrieval.settings import Settings
 
     spec = build_spec(Settings(port=0, metrics_port=-1, data_dir=tmp_path / "retrieval"))

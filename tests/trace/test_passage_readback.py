@@ -14,7 +14,7 @@ from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from tracefixtures import TENANT, make_record, trace_service
 
-from services.retrieval.servicer import build_spec as retrieval_spec
+from services.retrieval.bootstrap import build_spec as retrieval_spec
 from services.retrieval.settings import Settings as RetrievalSettings
 
 PATIENT_TEXT = "# Arrival\n\nArrive 20 minutes before an MRI at Harbor Imaging Center (synthetic).\n"

@@ -33,9 +33,12 @@ QUESTIONS = ("How late can I cancel an appointment without paying a fee?",
 
 def _spec(name: str, data_dir: Path, auth, **extra):
     import importlib
+    import importlib.util
 
     settings_mod = importlib.import_module(f"services.{name}.settings")
-    servicer = importlib.import_module(f"services.{name}.servicer")
+    # A service's assembly point: its bootstrap where it has one (issue 13), else its servicer module.
+    assembly = "bootstrap" if importlib.util.find_spec(f"services.{name}.bootstrap") else "servicer"
+    servicer = importlib.import_module(f"services.{name}.{assembly}")
     fields = {"port": 0, "metrics_port": -1, **extra}
     if "data_dir" in settings_mod.Settings.__dataclass_fields__:
         fields["data_dir"] = data_dir / name

@@ -70,6 +70,17 @@ class AuthSettings:
 AUTH_PREFIX = "CITETRACE_AUTH_"
 
 
+def auth_from_environment() -> AuthSettings | None:
+    """The CITETRACE_AUTH_* key material, or None when none is configured (an in-process service in a
+    test; what needs a key then says so: e.g. outgoing events stay queued)."""
+    from citetrace.kit.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(AuthSettings, AUTH_PREFIX)
+    except SettingsError:
+        return None
+
+
 class TokenVerifier:
     def __init__(self, settings: AuthSettings) -> None:
         self._settings = settings

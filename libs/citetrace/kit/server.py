@@ -41,14 +41,28 @@ _UNAUTHENTICATED_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 @dataclasses.dataclass
 class ServiceSpec:
-    """What a service contributes to the kit."""
+    """What a service contributes to the kit: built by the service's bootstrap.py."""
 
     name: str  # short name, e.g. "retrieval"; the ErrorInfo domain is "<name>.citetrace"
     full_name: str  # e.g. "citetrace.retrieval.v1.RetrievalService"
-    servicer: Any  # may define warm_up() and close()
+    servicer: Any
     register: Callable[[Any, grpc.Server], None]  # the generated add_XServicer_to_server
     # Largest request message accepted (gRPC's default is 4 MiB; retrieval takes whole files).
     max_receive_message_bytes: int = 4 * 1024 * 1024
+    # The assembled service's lifecycle: heavy set-up before SERVING, release after the drain. When
+    # not given, a servicer's own warm_up()/close() are used (services that predate bootstrap.py).
+    warm_up: Callable[[], None] | None = None
+    close: Callable[[], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.warm_up is None:
+            self.warm_up = getattr(self.servicer, "warm_up", None) or _nothing
+        if self.close is None:
+            self.close = getattr(self.servicer, "close", None) or _nothing
+
+
+def _nothing() -> None:
+    return None
 
 
 def error_status(domain: str, code: Code, reason: str, message: str, metadata: dict[str, str]) -> grpc.Status:
@@ -149,9 +163,7 @@ class ServiceRunner:
         return self.port
 
     def warm_up(self) -> None:
-        warm = getattr(self.spec.servicer, "warm_up", None)
-        if callable(warm):
-            warm()
+        self.spec.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
 
     def stop(self, grace: float | None = None) -> None:
@@ -160,9 +172,7 @@ class ServiceRunner:
         self._stopped.set()
         self._health.enter_graceful_shutdown()  # every service NOT_SERVING, new checks see it
         self._server.stop(self.settings.grace_seconds if grace is None else grace).wait()
-        close = getattr(self.spec.servicer, "close", None)
-        if callable(close):
-            close()
+        self.spec.close()
         flush_telemetry()
         self._done.set()
 

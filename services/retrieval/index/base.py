@@ -29,6 +29,10 @@ class SearchBackend(Protocol):
     #: _msearch): the core then times both retrieval stages as that one call; False when the
     #: retrievers are separate work the core can time one by one (the embedded index).
     one_request_for_both: bool
+    #: True when the index lives in this process and holds only this process's writes (the embedded
+    #: index): the core resolves hits from its own in-memory view; False for an index shared by
+    #: replicas (OpenSearch): hits are read back from the store of record.
+    process_local: bool
 
     def generation(self) -> str:
         """Identifies the indexed content (changes whenever what a search can see changes)."""

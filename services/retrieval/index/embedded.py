@@ -157,6 +157,7 @@ class EmbeddedIndex(FusedSearch):
     name = "embedded"
     # The two retrievers are separate work on one snapshot: the core times them one by one.
     one_request_for_both = False
+    process_local = True
 
     def __init__(self, bm25: BM25Settings | None = None, analyzer: EnglishAnalyzer | None = None) -> None:
         self._analyzer = analyzer or EnglishAnalyzer()

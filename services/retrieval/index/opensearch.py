@@ -273,6 +273,8 @@ class OpenSearchBackend(FusedSearch):
 
     # Both retrievers' lists come from one _msearch: the service asks for them together.
     one_request_for_both = True
+    # Shared by every replica on the cluster.
+    process_local = False
 
     name = "opensearch"
 

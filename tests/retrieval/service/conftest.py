@@ -18,7 +18,7 @@ from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 from citetrace.vocab import INTENT, INTENTS, VERSION_STATUS, VERSION_STATUSES
 
-from services.retrieval.servicer import build_spec
+from services.retrieval.bootstrap import build_spec
 from services.retrieval.settings import Settings
 
 REPO = Path(__file__).resolve().parents[3]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from citetrace.kit.settings import SettingsError, load_settings
 
-from services.retrieval.servicer import build_spec
+from services.retrieval.bootstrap import build_spec
 from services.retrieval.settings import PREFIX, Settings
 
 

@@ -66,13 +66,15 @@ def test_replicas_on_one_store_and_a_shared_backend_see_each_others_writes(tmp_p
     hits of a non-local backend are read from the store of record, not from process memory."""
     from citetrace.kit.auth import Principal
 
-    from services.retrieval.core import IngestCommand, RetrievalCore, SearchCommand
+    from services.retrieval import bootstrap
+    from services.retrieval.core import IngestCommand, SearchCommand
     from services.retrieval.index import EmbeddedIndex
     from services.retrieval.settings import Settings
     from services.retrieval.store.records import DocumentRecord
 
     class SharedBackend:  # stands in for a cluster both replicas talk to
         name = "shared"
+        process_local = False  # as OpenSearch: every replica's writes land in it
 
         def __init__(self):
             self.inner = EmbeddedIndex()
@@ -82,7 +84,7 @@ def test_replicas_on_one_store_and_a_shared_backend_see_each_others_writes(tmp_p
 
     backend = SharedBackend()
     settings = Settings(port=0, metrics_port=-1, data_dir=tmp_path)
-    reader_replica, writer_replica = RetrievalCore(settings, backend=backend), RetrievalCore(settings, backend=backend)
+    reader_replica, writer_replica = (bootstrap.build(settings, backend=backend).core for _ in range(2))
     reader_replica.warm_up()
     writer_replica.warm_up()
     try:

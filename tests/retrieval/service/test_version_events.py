@@ -22,7 +22,7 @@ from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as tpb
 from citetrace.trace.v1 import trace_service_pb2_grpc as tpb_grpc
 
-from services.retrieval.servicer import build_spec as retrieval_spec
+from services.retrieval.bootstrap import build_spec as retrieval_spec
 from services.retrieval.settings import Settings as RetrievalSettings
 from services.trace.servicer import build_spec as trace_spec
 from services.trace.settings import Settings as TraceSettings

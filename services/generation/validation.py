@@ -1,0 +1,35 @@
+"""What a GenerateRequest must satisfy, checked once, by the generator (the servicer only translates)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from citetrace.kit.errors import InvalidArgument
+
+from services.generation.core import GenerationRequest
+
+MAX_QUESTION_CHARS = 2000
+MAX_PASSAGES = 100
+_LABEL = re.compile(r"S[1-9][0-9]*")
+
+
+def checked(request: GenerationRequest, budget_passages: int, budget_chars: int) -> GenerationRequest:
+    """The request with its question stripped, or InvalidArgument naming what is wrong."""
+    question = request.question.strip()
+    if not question:
+        raise InvalidArgument("EMPTY_QUESTION", "question must contain non-whitespace text")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidArgument("QUESTION_TOO_LONG", f"question has {len(question)} characters; limit {MAX_QUESTION_CHARS}")
+    if len(request.passages) > MAX_PASSAGES:
+        raise InvalidArgument("TOO_MANY_PASSAGES", f"{len(request.passages)} passages; limit {MAX_PASSAGES}")
+    if budget_passages < 0 or budget_chars < 0:
+        raise InvalidArgument("INVALID_BUDGET", "budget.max_passages and budget.max_chars must be >= 0")
+    seen: set[str] = set()
+    for i, passage in enumerate(request.passages):
+        if not _LABEL.fullmatch(passage.label):
+            raise InvalidArgument("INVALID_LABEL", f"passages[{i}].label {passage.label!r} must look like S1, S2, ...")
+        if passage.label in seen:
+            raise InvalidArgument("DUPLICATE_LABEL", f"passages[{i}].label {passage.label} is offered twice")
+        seen.add(passage.label)
+    return dataclasses.replace(request, question=question, attempt=max(1, request.attempt))

@@ -1,0 +1,121 @@
+"""The one assembly point of the retrieval service: settings -> the store of record, the search
+backend and the embedding model -> the core -> the servicer, with the version-event relay to the
+trace service. services/retrieval/__main__.py, the tests, the benchmarks and the CLI build the
+service here; nothing else constructs a RetrievalCore."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from citetrace.embeddings import Embedder
+from citetrace.kit.auth import AuthSettings, auth_from_environment
+from citetrace.kit.errors import Unavailable
+from citetrace.kit.server import ServiceSpec
+from citetrace.kit.trace_client import TraceClient, can_sign
+from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
+from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
+
+from services.retrieval.core import RetrievalCore, build_sealer
+from services.retrieval.extract import Extractors, default_extractors
+from services.retrieval.index import BM25Settings, EmbeddedIndex, SearchBackend
+from services.retrieval.servicer import RetrievalServicer
+from services.retrieval.settings import Settings
+from services.retrieval.store.store import Store
+from services.retrieval.trace_notify import TraceVersionEventSender
+from services.retrieval.version_events import VersionEventRelay
+
+log = logging.getLogger("citetrace.retrieval")
+
+
+def make_backend(settings: Settings) -> SearchBackend:
+    """The search backend named by settings.backend. The index is derived data: whatever the
+    backend, warm-up rebuilds it from the store of record."""
+    if settings.backend == "embedded":
+        return EmbeddedIndex(bm25=BM25Settings(k1=settings.bm25_k1, b=settings.bm25_b))
+    if settings.backend == "opensearch":
+        from services.retrieval.index.opensearch import OpenSearchBackend
+
+        return OpenSearchBackend(settings.opensearch_config())
+    raise Unavailable("BACKEND_NOT_BUILT",
+                      f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
+
+
+def make_store(settings: Settings) -> Store:
+    return Store(settings.resolved_database_url(), settings.sqlite_synchronous)
+
+
+def open_store(settings: Settings, *, sign: bool = True) -> Store:
+    """The store of record alone, migrated, with its signing key (sign=True) or only the verify keys
+    (`citetrace index verify` on a machine without the private key). Raises KeyFileError."""
+    store = make_store(settings)
+    store.migrate()
+    store.sealer = build_sealer(settings, store, sign=sign)
+    return store
+
+
+def version_event_relay(settings: Settings, store: Store, auth: AuthSettings | None) -> VersionEventRelay | None:
+    """Version events go to the trace service in the background; without a key that can sign
+    service tokens they stay queued in the store of record (delivered after a restart with one)."""
+    if not can_sign(auth):
+        return None
+    client = TraceClient(settings.trace_target, auth, caller="retrieval", timeout=settings.trace_timeout_seconds)
+    return VersionEventRelay(store, TraceVersionEventSender(client), poll_seconds=settings.version_event_poll_seconds,
+                             backoff_base_seconds=settings.version_event_backoff_seconds,
+                             backoff_max_seconds=settings.version_event_max_backoff_seconds)
+
+
+@dataclasses.dataclass
+class Retrieval:
+    """The assembled service."""
+
+    settings: Settings
+    core: RetrievalCore
+    servicer: RetrievalServicer
+    relay: VersionEventRelay | None
+
+    def warm_up(self) -> None:
+        """Migrations, keys, model check, the index rebuilt from the store; then the relay."""
+        self.core.warm_up()
+        if self.relay is not None:
+            self.relay.start()
+        else:
+            log.warning("retrieval: no CITETRACE_AUTH_* signing key: version events stay queued for the trace service")
+
+    def close(self) -> None:
+        if self.relay is not None:
+            self.relay.stop()
+        self.core.close()
+
+    def spec(self) -> ServiceSpec:
+        return ServiceSpec(
+            name="retrieval",
+            full_name=pb.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
+            servicer=self.servicer,
+            register=pb_grpc.add_RetrievalServiceServicer_to_server,
+            warm_up=self.warm_up,
+            close=self.close,
+            # A whole source file in one IngestDocument; the core refuses more than max_source_bytes
+            # with SOURCE_TOO_LARGE naming the file, the transport anything beyond that margin.
+            max_receive_message_bytes=self.settings.max_source_bytes + 1024 * 1024,
+        )
+
+
+def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store | None = None,
+          backend: SearchBackend | None = None, embedder: Embedder | None = None,
+          extractors: Extractors | None = None) -> Retrieval:
+    """The service from its settings; `store`, `backend`, `embedder` and `extractors` replace the ones
+    the settings name (tests: a shared backend for two replicas; benchmarks: a warmed model)."""
+    store = store or make_store(settings)
+    core = RetrievalCore(settings, store=store, backend=backend or make_backend(settings),
+                         embedder=embedder or Embedder(max_tokens=settings.embedding_max_tokens),
+                         extractors=extractors or default_extractors(settings.max_source_pages))
+    relay = version_event_relay(settings, store, auth)
+    if relay is not None:
+        core.on_version_events = relay.wake
+    return Retrieval(settings, core, RetrievalServicer(core), relay)
+
+
+def build_spec(settings: Settings, auth: AuthSettings | None = None, **adapters) -> ServiceSpec:
+    """What services/retrieval/__main__.py serves (auth from CITETRACE_AUTH_* when not given)."""
+    return build(settings, auth=auth or auth_from_environment(), **adapters).spec()
