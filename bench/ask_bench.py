@@ -250,7 +250,7 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
     from services.retrieval.settings import Settings as RetrievalSettings
     from services.scheduler_gateway.bootstrap import build_spec as scheduler_spec
     from services.scheduler_gateway.settings import Settings as SchedulerSettings
-    from services.trace.servicer import build_spec as trace_spec
+    from services.trace.bootstrap import build_spec as trace_spec
     from services.trace.settings import Settings as TraceSettings
 
     retrieval_service = retrieval_spec(RetrievalSettings(

@@ -10,12 +10,12 @@ import logging
 from collections.abc import Callable
 
 from citetrace.kit.auth import AuthSettings, auth_from_environment
+from citetrace.kit.relay import Periodic
 from citetrace.kit.server import ServiceSpec
 from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 
-from services.scheduler_gateway.background import Periodic
 from services.scheduler_gateway.core import Limits, SchedulerCore
 from services.scheduler_gateway.domain import SlotSource
 from services.scheduler_gateway.schema import default_database_url

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from citetrace.kit.server import run_service
 
-from services.trace.servicer import build_spec
+from services.trace.bootstrap import build_spec
 from services.trace.settings import PREFIX, Settings
 
 

@@ -48,6 +48,7 @@ from services.trace.store import (
     ListFilter,
     NewLink,
     NewRecord,
+    RedactionRow,
     ReviewRow,
     StoredLink,
     StoredRecord,
@@ -83,6 +84,53 @@ class ChainReport:
     first_broken_trace_id: str = ""
     first_broken_sequence: int = 0
     detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One page of a listing: the items and the token of the next page ("" at the end)."""
+
+    items: list
+    next_page_token: str = ""
+
+
+@dataclasses.dataclass
+class ReadbackReport:
+    """What reading the retrieved passages' text back through retrieval found."""
+
+    filled: int = 0
+    not_visible: int = 0
+    digest_mismatch: int = 0
+    unavailable_reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceView:
+    """A stored answer as the caller may see it, with its reviews, redactions and chain links."""
+
+    record: pb.TraceRecord
+    passage_text: ReadbackReport | None  # None for the basic view (no text read back)
+    reviews: list[ReviewRow]
+    redactions: list[RedactionRow]
+    links: list[StoredLink]
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceQuery:
+    """ListTraces: filters (zero values mean any) and the page."""
+
+    page_size: int = 0
+    page_token: str = ""
+    outcome: int = 0
+    failure_reason: int = 0
+    created_after: dt.datetime | None = None
+    created_before: dt.datetime | None = None
+    document_id: str = ""
+    version_id: str = ""
+    needs_review: bool = False
+
+
+VIEWS = ("basic", "full")
 
 
 class MonotonicClock:
@@ -169,6 +217,8 @@ def without_passage_text(record: pb.TraceRecord) -> None:
 
 
 class TraceCore:
+    """Built by services/trace/bootstrap.py; opened (migrations) at warm-up."""
+
     def __init__(self, store: TraceStore, *, retention_days: int = 365,
                  clock: Callable[[], dt.datetime] | None = None, max_page_size: int = 500,
                  passages: PassageReader | None = None) -> None:
@@ -177,6 +227,16 @@ class TraceCore:
         self.retention_days = retention_days
         self.now = MonotonicClock(clock) if not isinstance(clock, MonotonicClock) else clock
         self.max_page_size = max_page_size
+        self._ready = False
+
+    def open(self) -> None:
+        """Brings the store's schema up to date; the core serves from then on."""
+        self.store.migrate()
+        self._ready = True
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -255,11 +315,11 @@ class TraceCore:
             record.query.normalized = stored.query_normalized
         return record
 
-    def read_back_passages(self, record: pb.TraceRecord) -> pb.PassageTextReadback:
+    def read_back_passages(self, record: pb.TraceRecord) -> ReadbackReport:
         """Fills the retrieved passages' text that retrieval shows the current caller and that
         still hashes to the digest in the record; says what could not be filled and why."""
         hits = [hit for part in record.parts for hit in part.retrieval.retrieved]
-        report = pb.PassageTextReadback()
+        report = ReadbackReport()
         if not hits:
             return report
         if self.passages is None:
@@ -288,115 +348,102 @@ class TraceCore:
                            digest_mismatch=report.digest_mismatch)
         return report
 
-    def get_trace(self, principal: Principal, trace_id: str,
-                  view: int = pb.TRACE_VIEW_UNSPECIFIED) -> pb.GetTraceResponse:
+    def get_trace(self, principal: Principal, trace_id: str, view: str = "full") -> TraceView:
+        """`view` "full" reads the retrieved passages' text back through retrieval; "basic" does not."""
         if not trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        if view not in (pb.TRACE_VIEW_UNSPECIFIED, pb.TRACE_VIEW_BASIC, pb.TRACE_VIEW_FULL):
+        if view not in VIEWS:
             raise InvalidArgument("INVALID_VIEW", f"view {view} is not a TraceView", field="view")
         _require_role(principal, READ_ROLES, "GetTrace")
         stored = self._stored(principal, trace_id)
-        response = pb.GetTraceResponse(record=self.view(principal, stored))
-        if view != pb.TRACE_VIEW_BASIC:
-            response.passage_text.CopyFrom(self.read_back_passages(response.record))
-        response.reviews.extend(self._review_pb(r) for r in self.store.list_reviews(
-            principal.tenant_id, trace_id, 0, 10_000))
-        response.redactions.extend(
-            pb.RedactionEvent(trace_id=r.trace_id, redacted_at=to_timestamp(r.redacted_at), reason=r.reason)
-            for r in self.store.redactions(principal.tenant_id, trace_id))
-        response.links.extend(link_pb(link) for link in self.store.links(
-            principal.tenant_id, subject_trace_id=trace_id, limit=10_000))
-        return response
+        record = self.view(principal, stored)
+        return TraceView(
+            record=record,
+            passage_text=self.read_back_passages(record) if view == "full" else None,
+            reviews=self.store.list_reviews(principal.tenant_id, trace_id, 0, 10_000),
+            redactions=self.store.redactions(principal.tenant_id, trace_id),
+            links=self.store.links(principal.tenant_id, subject_trace_id=trace_id, limit=10_000))
 
     def _page_size(self, requested: int) -> int:
         if requested < 0:
             raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
         return min(requested or DEFAULT_PAGE_SIZE, self.max_page_size)
 
-    def list_traces(self, principal: Principal, request: pb.ListTracesRequest) -> pb.ListTracesResponse:
-        size = self._page_size(request.page_size)
+    def list_traces(self, principal: Principal, query: TraceQuery) -> Page:
+        """Stored records (StoredRecord) of the caller's tenant, newest first."""
+        size = self._page_size(query.page_size)
         _require_role(principal, READ_ROLES, "ListTraces")
-        before = decode_page_token(request.page_token)
-        after = naive_utc(from_timestamp(request.created_after)) if request.HasField("created_after") else None
-        until = naive_utc(from_timestamp(request.created_before)) if request.HasField("created_before") else None
+        before = decode_page_token(query.page_token)
+        after = naive_utc(query.created_after) if query.created_after is not None else None
+        until = naive_utc(query.created_before) if query.created_before is not None else None
         if after is not None and until is not None and after >= until:
             raise InvalidArgument("INVALID_TIME_RANGE", "created_after must be before created_before")
-        flt = ListFilter(outcome=int(request.outcome), failure_reason=int(request.failure_reason),
-                         created_after=after, created_before=until, document_id=request.document_id,
-                         version_id=request.version_id, needs_review=request.needs_review)
+        flt = ListFilter(outcome=query.outcome, failure_reason=query.failure_reason,
+                         created_after=after, created_before=until, document_id=query.document_id,
+                         version_id=query.version_id, needs_review=query.needs_review)
         rows = self.store.list(principal.tenant_id, flt, before, size + 1)
-        response = pb.ListTracesResponse()
-        for stored in rows[:size]:
-            response.traces.append(pb.TraceSummary(
-                trace_id=stored.trace_id, created_at=to_timestamp(stored.created_at),
-                outcome=stored.outcome,
-                cited_version_ids=sorted(v for k, v in stored.facets if k == "version"),
-                needs_review=stored.needs_review))
-        if len(rows) > size:
-            response.next_page_token = encode_page_token(rows[size - 1].sequence)
-        return response
+        token = encode_page_token(rows[size - 1].sequence) if len(rows) > size else ""
+        return Page(rows[:size], token)
 
     # -- reviews and version events ---------------------------------------------------------------
 
-    @staticmethod
-    def _review_pb(row: ReviewRow) -> pb.Review:
-        return pb.Review(
-            review_id=row.review_id, trace_id=row.trace_id, decision=row.decision, reviewer_ref=row.reviewer_ref,
-            rubric_note=row.rubric_note, answer_record_hash=row.answer_record_hash,
-            evidence_version_ids=list(row.evidence_version_ids),
-            source_policy_version=row.source_policy_version, created_at=to_timestamp(row.created_at))
-
-    def record_review(self, principal: Principal, request: pb.RecordReviewRequest) -> pb.Review:
-        if not request.trace_id:
+    def record_review(self, principal: Principal, trace_id: str, decision: int, rubric_note: str = "",
+                      answer_record_hash: str = "") -> ReviewRow:
+        """`decision` is a ReviewDecision number (0: missing)."""
+        if not trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        if request.decision == pb.REVIEW_DECISION_UNSPECIFIED:
+        if decision == pb.REVIEW_DECISION_UNSPECIFIED:
             raise InvalidArgument("MISSING_DECISION", "decision is required (accepted, rejected, needs-change)")
-        if len(request.rubric_note) > MAX_RUBRIC_NOTE:
+        if decision not in pb.ReviewDecision.values():
+            raise InvalidArgument("INVALID_DECISION", f"decision {decision} is not a ReviewDecision")
+        if len(rubric_note) > MAX_RUBRIC_NOTE:
             raise InvalidArgument("RUBRIC_NOTE_TOO_LONG", f"rubric_note must be at most {MAX_RUBRIC_NOTE} characters")
         _require_role(principal, REVIEW_ROLES, "RecordReview")
-        stored = self._stored(principal, request.trace_id)
-        if request.answer_record_hash and request.answer_record_hash != stored.record_hash:
+        stored = self._stored(principal, trace_id)
+        if answer_record_hash and answer_record_hash != stored.record_hash:
             raise FailedPrecondition(
                 "ANSWER_VERSION_MISMATCH",
-                f"answer_record_hash does not match the stored record of trace {request.trace_id}",
+                f"answer_record_hash does not match the stored record of trace {trace_id}",
                 record_hash=stored.record_hash)
         record = pb.TraceRecord.FromString(stored.body)
         evidence = sorted({c.version_id for c in C.cited(record) if c.version_id})
         row = ReviewRow(
             review_id=uuid.uuid4().hex, tenant_id=principal.tenant_id, trace_id=stored.trace_id,
-            decision=int(request.decision), reviewer_ref=principal.subject, rubric_note=request.rubric_note,
+            decision=int(decision), reviewer_ref=principal.subject, rubric_note=rubric_note,
             answer_record_hash=stored.record_hash, evidence_version_ids=tuple(evidence),
             source_policy_version=record.source_policy_version, created_at=self.now())
         self.store.add_review(row)
-        return self._review_pb(row)
+        return row
 
-    def list_reviews(self, principal: Principal, request: pb.ListReviewsRequest) -> pb.ListReviewsResponse:
-        if not request.trace_id:
+    def list_reviews(self, principal: Principal, trace_id: str, page_size: int = 0, page_token: str = "") -> Page:
+        """The reviews (ReviewRow) of one stored answer, oldest first."""
+        if not trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
-        size = self._page_size(request.page_size)
+        size = self._page_size(page_size)
         _require_role(principal, READ_ROLES, "ListReviews")
-        offset = decode_page_token(request.page_token) or 0
-        self._stored(principal, request.trace_id)
-        rows = self.store.list_reviews(principal.tenant_id, request.trace_id, offset, size + 1)
-        response = pb.ListReviewsResponse(reviews=[self._review_pb(r) for r in rows[:size]])
-        if len(rows) > size:
-            response.next_page_token = encode_page_token(offset + size)
-        return response
+        offset = decode_page_token(page_token) or 0
+        self._stored(principal, trace_id)
+        rows = self.store.list_reviews(principal.tenant_id, trace_id, offset, size + 1)
+        return Page(rows[:size], encode_page_token(offset + size) if len(rows) > size else "")
 
-    def record_version_event(self, principal: Principal, request: pb.RecordVersionEventRequest) -> int:
-        if not request.version_id:
+    def record_version_event(self, principal: Principal, version_id: str, kind: int,
+                             replaced_by_version_id: str = "") -> int:
+        """`kind` is a VersionEventKind number; returns how many stored answers cited the version."""
+        if not version_id:
             raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
-        if request.kind == pb.VERSION_EVENT_KIND_UNSPECIFIED:
+        if kind == pb.VERSION_EVENT_KIND_UNSPECIFIED:
             raise InvalidArgument("MISSING_KIND", "kind is required (superseded or retired)")
+        if kind not in pb.VersionEventKind.values():
+            raise InvalidArgument("INVALID_KIND", f"kind {kind} is not a VersionEventKind")
         _require_role(principal, VERSION_EVENT_ROLES, "RecordVersionEvent")
         return self.store.add_version_event(VersionEventRow(
-            tenant_id=principal.tenant_id, version_id=request.version_id, kind=int(request.kind),
-            replaced_by_version_id=request.replaced_by_version_id, actor_ref=principal.subject,
+            tenant_id=principal.tenant_id, version_id=version_id, kind=int(kind),
+            replaced_by_version_id=replaced_by_version_id, actor_ref=principal.subject,
             created_at=self.now()))
 
     # -- chain links: workflow actions ----------------------------------------------------------
 
-    def record_action_event(self, principal: Principal, event: pb.ActionEvent) -> tuple[pb.ChainLink, bool]:
+    def record_action_event(self, principal: Principal, event: pb.ActionEvent) -> tuple[StoredLink, bool]:
         if not TRACE_ID_PATTERN.match(event.event_id):
             raise InvalidArgument("INVALID_EVENT_ID", "event.event_id must be 1-128 characters of [0-9A-Za-z._:-]")
         if event.kind == pb.ACTION_EVENT_KIND_UNSPECIFIED:
@@ -420,18 +467,17 @@ class TraceCore:
         if not created and (stored.kind, stored.body) != (LINK_ACTION, body):
             raise AlreadyExists("EVENT_ID_CONFLICT", f"action event {event.event_id} is already stored with other "
                                 "content", event_id=event.event_id)
-        return link_pb(stored), created
+        return stored, created
 
-    def list_chain_links(self, principal: Principal, request: pb.ListChainLinksRequest) -> pb.ListChainLinksResponse:
-        size = self._page_size(request.page_size)
+    def list_chain_links(self, principal: Principal, *, subject_trace_id: str = "", proposal_id: str = "",
+                         page_size: int = 0, page_token: str = "") -> Page:
+        """Chain links (StoredLink) of the caller's tenant in chain order, optionally of one Ask or proposal."""
+        size = self._page_size(page_size)
         _require_role(principal, READ_ROLES, "ListChainLinks")
-        after = decode_page_token(request.page_token) or 0
-        rows = self.store.links(principal.tenant_id, subject_trace_id=request.subject_trace_id or None,
-                                subject_ref=request.proposal_id or None, after_sequence=after, limit=size + 1)
-        response = pb.ListChainLinksResponse(links=[link_pb(r) for r in rows[:size]])
-        if len(rows) > size:
-            response.next_page_token = encode_page_token(rows[size - 1].sequence)
-        return response
+        after = decode_page_token(page_token) or 0
+        rows = self.store.links(principal.tenant_id, subject_trace_id=subject_trace_id or None,
+                                subject_ref=proposal_id or None, after_sequence=after, limit=size + 1)
+        return Page(rows[:size], encode_page_token(rows[size - 1].sequence) if len(rows) > size else "")
 
     # -- chain verification and retention ---------------------------------------------------------
 
@@ -476,15 +522,6 @@ def link_hash_of(link: NewLink | StoredLink, sequence: int, previous_hash: str) 
     return C.link_hash(tenant_id=link.tenant_id, link_id=link.link_id, kind=link.kind, sequence=sequence,
                        previous_hash=previous_hash, subject_trace_id=link.subject_trace_id,
                        subject_ref=link.subject_ref, created_at=link.created_at.isoformat(), body=link.body)
-
-
-def link_pb(link: StoredLink) -> pb.ChainLink:
-    out = pb.ChainLink(link_id=link.link_id, kind=link.kind, sequence=link.sequence,
-                       previous_hash=link.previous_hash, link_hash=link.link_hash,
-                       created_at=to_timestamp(link.created_at), subject_trace_id=link.subject_trace_id)
-    if link.kind == LINK_ACTION:
-        out.action.ParseFromString(link.body)
-    return out
 
 
 def _broken_link(link: StoredLink) -> str:

@@ -27,7 +27,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.orchestrator.bootstrap import build_spec as orchestrator_spec
 from services.orchestrator.settings import Settings
-from services.trace.servicer import build_spec as trace_spec
+from services.trace.bootstrap import build_spec as trace_spec
 from services.trace.settings import Settings as TraceSettings
 
 QUESTION = "Can I book cardiology at Alpha Clinic tomorrow?"

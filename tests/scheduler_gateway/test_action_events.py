@@ -20,7 +20,7 @@ from citetrace.trace.v1 import trace_service_pb2_grpc as tpb_grpc
 from services.scheduler_gateway import schema
 from services.scheduler_gateway.bootstrap import build_spec
 from services.scheduler_gateway.settings import Settings
-from services.trace.servicer import build_spec as trace_spec
+from services.trace.bootstrap import build_spec as trace_spec
 from services.trace.settings import Settings as TraceSettings
 
 from .conftest import NOW, FixedClock, load, world

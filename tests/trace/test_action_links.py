@@ -16,9 +16,9 @@ from citetrace.kit.auth import Principal
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from test_service import expect_error, record
 from test_store import _bypass
-from tracefixtures import OTHER_TENANT, TENANT, make_record, ts
+from tracefixtures import OTHER_TENANT, TENANT, core_on, make_record, ts
 
-from services.trace.core import TraceCore, link_hash_of, verify_chain
+from services.trace.core import link_hash_of, verify_chain
 from services.trace.store import open_store
 
 SERVICE = ("service",)
@@ -103,7 +103,7 @@ AUDITOR = Principal(TENANT, "auditor-1", ("auditor",))
 def test_an_edited_or_removed_action_breaks_the_chain(store_url, what):
     store = open_store(store_url)
     try:
-        core = TraceCore(store)
+        core = core_on(store)
         core.record_trace(WRITER, make_record(ASK))
         core.record_action_event(WRITER, action("evt-1"))
         core.record_action_event(WRITER, action("evt-2", pb.ACTION_EVENT_KIND_CONFIRMED))

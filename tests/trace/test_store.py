@@ -10,10 +10,10 @@ import pytest
 import sqlalchemy as sa
 from citetrace.kit.auth import Principal
 from citetrace.trace.v1 import trace_service_pb2 as pb
-from tracefixtures import TENANT, make_record
+from tracefixtures import TENANT, core_on, make_record
 
 from services.trace import canonical as C
-from services.trace.core import TraceCore, verify_chain
+from services.trace.core import TraceCore, TraceQuery, verify_chain
 from services.trace.store import SqlTraceStore, open_store
 
 WRITER = Principal(TENANT, "service:orchestrator", ("service",))
@@ -49,10 +49,10 @@ def test_migrations_are_idempotent(store_url):
     "DELETE FROM trace_queries",
 ])
 def test_the_database_rejects_update_and_delete(store, statement):
-    core = TraceCore(store)
+    core = core_on(store)
     fill(core, 2)
     core.record_review(Principal(TENANT, "rev-1", ("reviewer",)),
-                       pb.RecordReviewRequest(trace_id="t-000", decision=pb.REVIEW_DECISION_ACCEPTED))
+                       "t-000", pb.REVIEW_DECISION_ACCEPTED)
     with pytest.raises(sa.exc.DatabaseError) as caught, store.engine.begin() as conn:
         conn.exec_driver_sql(statement)
     assert "append-only" in str(caught.value) or "only allowed as a redaction" in str(caught.value) \
@@ -63,7 +63,7 @@ def test_the_database_rejects_update_and_delete(store, statement):
 
 def test_postgres_rejects_truncate(postgres_url):
     store = open_store(postgres_url)
-    fill(TraceCore(store), 1)
+    fill(core_on(store), 1)
     with pytest.raises(sa.exc.DatabaseError), store.engine.begin() as conn:
         conn.exec_driver_sql("TRUNCATE trace_records CASCADE")
     assert verify_chain(store, TENANT).records_checked == 1
@@ -73,7 +73,7 @@ def test_postgres_rejects_truncate(postgres_url):
 def test_concurrent_writers_do_not_fork_the_chain(store_url):
     # Two store instances (two service replicas) and 8 threads writing to one tenant at once.
     stores = [open_store(store_url), SqlTraceStore(store_url)]
-    cores = [TraceCore(s) for s in stores]
+    cores = [core_on(s) for s in stores]
     sent = [make_record(f"c-{i:03d}") for i in range(60)]
 
     def write(i: int) -> bool:
@@ -118,7 +118,7 @@ TAMPERING = {
 
 @pytest.mark.parametrize("what", sorted(TAMPERING))
 def test_editing_a_row_behind_the_service_is_reported(store, what):
-    core = TraceCore(store)
+    core = core_on(store)
     fill(core, 4)
     table, statement, expected = TAMPERING[what]
     forged = make_record("t-002", question="x")
@@ -140,7 +140,7 @@ def test_editing_a_row_behind_the_service_is_reported(store, what):
 
 
 def test_rehashing_a_forged_record_still_breaks_the_next_link(store):
-    core = TraceCore(store)
+    core = core_on(store)
     fill(core, 3)
     target = store.get(TENANT, "t-001")
     forged = make_record("t-001", question="x", created_at=target.created_at)
@@ -158,7 +158,7 @@ def test_rehashing_a_forged_record_still_breaks_the_next_link(store):
 
 
 def test_truncating_the_tail_is_reported_by_the_chain_head(store):
-    fill(TraceCore(store), 3)
+    fill(core_on(store), 3)
     with store.engine.begin() as conn:
         for t in ("trace_facets", "trace_queries", "trace_records"):
             _bypass(conn, store.dialect, t)
@@ -170,7 +170,7 @@ def test_truncating_the_tail_is_reported_by_the_chain_head(store):
 
 def test_redaction_keeps_the_chain_verifiable_and_erases_the_nonce(store):
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    core = TraceCore(store)
+    core = core_on(store)
     for i in range(3):
         core.record_trace(WRITER, make_record(f"r-{i}", created_at=now - dt.timedelta(days=100 - i)))
     before = [r.record_hash for r in store.chain(TENANT)]
@@ -217,25 +217,25 @@ def test_replicas_migrating_at_once_all_come_up(store_url):
         assert all(threads.map(_start_replica, [store_url] * 2))
         assert all(started.get(120))
     store = open_store(store_url)
-    fill(TraceCore(store), 1)
+    fill(core_on(store), 1)
     assert verify_chain(store, TENANT).ok
     store.close()
 
 
 def test_a_review_clears_re_review_only_for_its_own_trace(store):
-    core = TraceCore(store)
+    core = core_on(store)
     created = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(minutes=1)
     for trace_id in ("rr-1", "rr-2"):
         core.record_trace(WRITER, make_record(trace_id, created_at=created))
     reviewer = Principal(TENANT, "rev-1", ("reviewer",))
-    core.record_version_event(Principal(TENANT, "admin", ("policy_admin",)), pb.RecordVersionEventRequest(
-        version_id=make_record("x").parts[0].citations[0].version_id, kind=pb.VERSION_EVENT_KIND_RETIRED))
+    core.record_version_event(Principal(TENANT, "admin", ("policy_admin",)),
+        make_record("x").parts[0].citations[0].version_id, pb.VERSION_EVENT_KIND_RETIRED)
 
     def needing():
-        return [t.trace_id for t in core.list_traces(AUDITOR, pb.ListTracesRequest(needs_review=True)).traces]
+        return [t.trace_id for t in core.list_traces(AUDITOR, TraceQuery(needs_review=True)).items]
 
     assert needing() == ["rr-2", "rr-1"]
-    core.record_review(reviewer, pb.RecordReviewRequest(trace_id="rr-1", decision=pb.REVIEW_DECISION_ACCEPTED))
+    core.record_review(reviewer, "rr-1", pb.REVIEW_DECISION_ACCEPTED)
     assert needing() == ["rr-2"]
     assert store.get(TENANT, "rr-2").needs_review and not store.get(TENANT, "rr-1").needs_review
 
@@ -243,28 +243,26 @@ def test_a_review_clears_re_review_only_for_its_own_trace(store):
 def test_a_repeated_version_event_is_harmless(store):
     """Retrieval delivers version events at least once: the same event again appends nothing,
     counts the same traces, and does not flag an answer reviewed after the first delivery."""
-    core = TraceCore(store)
+    core = core_on(store)
     created = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(minutes=1)
     core.record_trace(WRITER, make_record("rep-1", created_at=created))
     version_id = make_record("x").parts[0].citations[0].version_id
     retrieval = Principal(TENANT, "service:retrieval", ("service",))
-    event = pb.RecordVersionEventRequest(version_id=version_id, kind=pb.VERSION_EVENT_KIND_SUPERSEDED,
-                                         replaced_by_version_id="v" + "9" * 63)
-    assert core.record_version_event(retrieval, event) == 1
+    event = (version_id, pb.VERSION_EVENT_KIND_SUPERSEDED, "v" + "9" * 63)
+    assert core.record_version_event(retrieval, *event) == 1
 
     def needing():
-        return [t.trace_id for t in core.list_traces(AUDITOR, pb.ListTracesRequest(needs_review=True)).traces]
+        return [t.trace_id for t in core.list_traces(AUDITOR, TraceQuery(needs_review=True)).items]
 
     assert needing() == ["rep-1"]
     core.record_review(Principal(TENANT, "rev-1", ("reviewer",)),
-                       pb.RecordReviewRequest(trace_id="rep-1", decision=pb.REVIEW_DECISION_ACCEPTED))
+                       "rep-1", pb.REVIEW_DECISION_ACCEPTED)
     assert needing() == []
     core.record_trace(WRITER, make_record("rep-2"))  # created after the first delivery
-    assert core.record_version_event(retrieval, event) == 1  # the redelivery: same count, same time
+    assert core.record_version_event(retrieval, *event) == 1  # the redelivery: same count, same time
     assert needing() == []
     with store.engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM trace_version_events")).scalar_one() == 1
     # A different event on the same version (another successor, or retirement) is a new event.
-    core.record_version_event(retrieval, pb.RecordVersionEventRequest(
-        version_id=version_id, kind=pb.VERSION_EVENT_KIND_RETIRED))
+    core.record_version_event(retrieval, version_id, pb.VERSION_EVENT_KIND_RETIRED)
     assert sorted(needing()) == ["rep-1", "rep-2"]

@@ -15,7 +15,7 @@ from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 from google.protobuf import timestamp_pb2
 
-from services.trace.servicer import build_spec
+from services.trace.bootstrap import build_spec
 from services.trace.settings import Settings
 
 TENANT = "acme-health"
@@ -113,3 +113,11 @@ def trace_service(auth, data_dir, database_url=None, **settings):
     spec = build_spec(Settings(port=0, metrics_port=-1, data_dir=data_dir, database_url=database_url, **settings))
     with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
         yield runner, pb_grpc.TraceServiceStub(channel), spec.servicer
+
+
+def core_on(store, **settings):
+    """The trace core the bootstrap builds, on an open `store` (no passage read-back)."""
+    from services.trace import bootstrap
+
+    settings.setdefault("retrieval_target", "")
+    return bootstrap.build(Settings(port=0, metrics_port=-1, **settings), store=store).core

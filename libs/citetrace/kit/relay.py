@@ -28,11 +28,13 @@ def backoff_seconds(failures: int, base: float, cap: float, *, jitter: float = 0
 class Relay:
     """Runs `deliver_pass()` on a daemon thread until stopped. The pass returns how long to wait before
     the next one (0: run again at once, e.g. more is waiting); `wake()` cuts a wait short. A pass that
-    raises is logged and retried after `poll_seconds`."""
+    raises is logged and retried after `poll_seconds`. `first_wait` delays the first pass."""
 
-    def __init__(self, name: str, deliver_pass: Callable[[], float], *, poll_seconds: float) -> None:
+    def __init__(self, name: str, deliver_pass: Callable[[], float], *, poll_seconds: float,
+                 first_wait: float = 0.0) -> None:
         self.name = name
         self.poll_seconds = poll_seconds
+        self.first_wait = first_wait
         self._deliver_pass = deliver_pass
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -60,6 +62,8 @@ class Relay:
         self._wake.set()
 
     def _run(self) -> None:
+        if self.first_wait > 0:
+            self._wake.wait(self.first_wait)
         while not self._stop.is_set():
             self._wake.clear()  # before the pass: a write during it wakes the next one
             try:
@@ -69,6 +73,27 @@ class Relay:
                 wait = self.poll_seconds
             if wait > 0:
                 self._wake.wait(wait)
+
+
+class Periodic:
+    """A housekeeping task (expiring proposals, retention) every `interval_seconds`, the first run one
+    interval after start, on the relay's thread: a failure is logged and the next tick tries again."""
+
+    def __init__(self, name: str, interval_seconds: float, task: Callable[[], object]) -> None:
+        self.name = name
+        self.interval_seconds = interval_seconds
+        self.task = task
+        self._relay = Relay(name, self._tick, poll_seconds=interval_seconds, first_wait=interval_seconds)
+
+    def _tick(self) -> float:
+        self.task()
+        return self.interval_seconds
+
+    def start(self) -> None:
+        self._relay.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._relay.stop(timeout)
 
 
 class PendingRow(Protocol):

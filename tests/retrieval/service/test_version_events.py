@@ -24,7 +24,7 @@ from citetrace.trace.v1 import trace_service_pb2_grpc as tpb_grpc
 
 from services.retrieval.bootstrap import build_spec as retrieval_spec
 from services.retrieval.settings import Settings as RetrievalSettings
-from services.trace.servicer import build_spec as trace_spec
+from services.trace.bootstrap import build_spec as trace_spec
 from services.trace.settings import Settings as TraceSettings
 
 from .conftest import T2024, T2025, Client

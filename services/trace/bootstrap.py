@@ -1,0 +1,81 @@
+"""The one assembly point of the trace service: settings -> the store (SQLite or PostgreSQL) and the
+passage reader (retrieval's GetPassages with the reader's token) -> the core -> the servicer, with
+the scheduled retention pass. __main__, the tests and the benchmarks build the service here."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+from citetrace.kit.auth import AuthSettings
+from citetrace.kit.relay import Periodic
+from citetrace.kit.server import ServiceSpec
+from citetrace.trace.v1 import trace_service_pb2 as pb
+from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
+
+from services.trace.core import PassageReader, TraceCore
+from services.trace.passages import RetrievalPassageReader
+from services.trace.servicer import TraceServicer
+from services.trace.settings import Settings
+from services.trace.store import SqlTraceStore, TraceStore
+
+log = logging.getLogger("citetrace.trace")
+
+
+@dataclasses.dataclass
+class Trace:
+    """The assembled service."""
+
+    settings: Settings
+    core: TraceCore
+    servicer: TraceServicer
+    retention: Periodic | None
+
+    def warm_up(self) -> None:
+        self.core.open()
+        log.info("trace store ready")
+        if self.retention is not None:
+            self.retention.start()
+
+    def close(self) -> None:
+        if self.retention is not None:
+            self.retention.stop(10)
+        self.core.store.close()
+
+    def spec(self) -> ServiceSpec:
+        return ServiceSpec(
+            name="trace",
+            full_name=pb.DESCRIPTOR.services_by_name["TraceService"].full_name,
+            servicer=self.servicer,
+            register=pb_grpc.add_TraceServiceServicer_to_server,
+            warm_up=self.warm_up,
+            close=self.close,
+        )
+
+
+def _retention_pass(core: TraceCore) -> Callable[[], None]:
+    def run() -> None:
+        redacted = core.apply_retention_all()
+        if any(redacted.values()):
+            log.info("retention: redacted query text of %d record(s)", sum(redacted.values()))
+
+    return run
+
+
+def build(settings: Settings, *, store: TraceStore | None = None, passages: PassageReader | None = None,
+          clock: Callable | None = None) -> Trace:
+    """The service; `store`, `passages` and `clock` replace the ones the settings name (tests)."""
+    if passages is None and settings.retrieval_target:
+        passages = RetrievalPassageReader(settings.retrieval_target, settings.passage_read_timeout_seconds)
+    core = TraceCore(store or SqlTraceStore(settings.store_url()), retention_days=settings.retention_days,
+                     max_page_size=settings.max_page_size, passages=passages, clock=clock)
+    retention = None
+    if settings.retention_interval_seconds > 0 and settings.retention_days > 0:
+        retention = Periodic("trace-retention", settings.retention_interval_seconds, _retention_pass(core))
+    return Trace(settings, core, TraceServicer(core), retention)
+
+
+def build_spec(settings: Settings, auth: AuthSettings | None = None, **adapters) -> ServiceSpec:
+    """What services/trace/__main__.py serves (trace signs nothing: `auth` is unused)."""
+    return build(settings, **adapters).spec()
