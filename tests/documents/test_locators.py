@@ -12,7 +12,7 @@ from citetrace.common.v1 import common_pb2
 from citetrace.identity import page_locator
 from citetrace.kit.testing import serving
 
-from services.citation_validator.servicer import build_spec as build_validator
+from services.citation_validator.bootstrap import build_spec as build_validator
 from services.citation_validator.settings import Settings as ValidatorSettings
 
 from . import fixtures
