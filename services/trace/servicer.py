@@ -31,7 +31,7 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
 
     def GetTrace(self, request, context):
         # UNSPECIFIED is the full view; a number this build lacks reaches the core, which refuses it.
-        view = enum_label(pb.TraceView, request.view, "TRACE_VIEW_").lower() or "full"
+        view = enum_label(pb.TraceView, request.view, "TRACE_VIEW_", unspecified="").lower() or "full"
         return trace_to_proto(self.core.get_trace(current_principal(), request.trace_id, view))
 
     def ListTraces(self, request, context):
