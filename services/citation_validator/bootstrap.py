@@ -17,7 +17,7 @@ from services.citation_validator.policy import SourcePolicy
 from services.citation_validator.servicer import CitationValidatorServicer
 from services.citation_validator.settings import Settings
 from services.citation_validator.store import RetrievalPassageStore
-from services.citation_validator.support import build_support_model
+from services.citation_validator.support import SupportModel, build_support_model
 
 log = logging.getLogger("citetrace.citation_validator")
 
@@ -46,10 +46,12 @@ class CitationValidation:
         )
 
 
-def build(settings: Settings, *, store: PassageStore | None = None) -> CitationValidation:
-    """The service; `store` replaces retrieval's GetPassages (the in-process benchmark reads directly)."""
+def build(settings: Settings, *, store: PassageStore | None = None,
+          support: SupportModel | None = None) -> CitationValidation:
+    """The service; `store` replaces retrieval's GetPassages (the in-process benchmark reads through the
+    servicer) and `support` the support model the settings name (tests: a judge that cannot answer)."""
     policy = SourcePolicy.load(settings.source_policy_file)
-    support = build_support_model(
+    support = support or build_support_model(
         settings.support_model, weights_file=settings.support_weights_file,
         base_url=settings.support_remote_base_url, model=settings.support_remote_model,
         api_key=settings.support_remote_api_key, timeout_seconds=settings.support_remote_timeout_seconds,

@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 from citetrace.vocab import APPROVED
 
+from services.citation_validator import bootstrap
 from services.citation_validator.core import (
     CHECK_UNAVAILABLE,
     ClaimIn,
     Loaded,
     OfferedPassage,
     StoredPassage,
-    Validator,
 )
-from services.citation_validator.policy import SourcePolicy
-from services.citation_validator.settings import HERE as VALIDATOR_DIR
+from services.citation_validator.settings import Settings
 from services.citation_validator.support import SUPPORTED, UNRESOLVED, UNSUPPORTED, Evidence, checks
 from services.citation_validator.support.remote import REPLY_SCHEMA, RemoteJudge
 
@@ -151,7 +150,7 @@ def test_unreachable_judge_is_check_unavailable_in_the_validator():
             return Loaded({pid: stored}, set())
 
     judge = RemoteJudge("http://127.0.0.1:9/v1", timeout_seconds=0.3)
-    validator = Validator(Store2(), SourcePolicy.load(VALIDATOR_DIR / "source_policy.yaml"), judge)
+    validator = bootstrap.build(Settings(port=0, metrics_port=-1), store=Store2(), support=judge).validator
     offered = [OfferedPassage("S1", pid, "t1", "d1", "v1", 0, len(text), sha256_hex(text), "", "handbook", text)]
     result = validator.validate("t1", [ClaimIn("c1", text, ("S1",), "GENERAL_POLICY")], offered, None)
     claim = result.claims[0]
