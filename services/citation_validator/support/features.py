@@ -96,7 +96,7 @@ def _merge_hyphens(words):
 
 def _in_stems(word: str, stems: set[str]) -> bool:
     """The word (every part of a hyphenated one: "pre-registration") among the stems."""
-    parts = [p for p in re.split(r"[-‐–]", fold(word)) if p]
+    parts = [p for p in re.split(r"[-‐–]", fold(word)) if p and p not in STOPWORDS]  # "follow-up": "follow"
     return bool(parts) and all(stem(p) in stems or checks._stem_word(p) in stems for p in parts)
 
 
