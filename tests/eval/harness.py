@@ -248,23 +248,53 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold()))
 
 
-def support_label(claim: dict, passages: dict[str, PassageInfo]) -> str:
-    """The label a claim is judged against, independent of the validator's method: SUPPORTED when
-    it cites at least one known passage and every word of the claim occurs in its cited passages
-    (text and heading path). For the extractive generator this is exact; the fault backend's
-    injected assertion ("and an assessment") and a claim without evidence are UNSUPPORTED."""
-    cited = [passages[pid] for pid in claim["cited"] if pid in passages]
-    if not cited or claim["injected"]:
+@dataclasses.dataclass(frozen=True)
+class ClaimLabel:
+    document: str
+    claim: str
+    label: str  # SUPPORTED | UNSUPPORTED
+
+
+def load_claim_labels(path: Path = CASES) -> dict[tuple[str, str], str]:
+    """The support labels written in the cases file (`claim_labels`): a claim's text (whitespace-
+    insensitive) as cited from a document, and whether that document states it. A human's judgement,
+    never computed: the validator's verdicts are scored against these and nothing else."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    labels: dict[tuple[str, str], str] = {}
+    for i, item in enumerate(raw.get("claim_labels") or []):
+        unknown = set(item) - {"document", "claim", "label", "note"}
+        if unknown or not item.get("document") or not item.get("claim"):
+            raise ValueError(f"{path}: claim_labels[{i}]: need document, claim, label (unknown keys {sorted(unknown)})")
+        label = str(item.get("label", "")).upper()
+        if label not in ("SUPPORTED", "UNSUPPORTED"):
+            raise ValueError(f"{path}: claim_labels[{i}]: label must be supported or unsupported")
+        key = (item["document"], _squash(item["claim"]))
+        if key in labels:
+            raise ValueError(f"{path}: claim_labels[{i}]: the claim is labelled twice for {item['document']}")
+        labels[key] = label
+    return labels
+
+
+def support_label(claim: dict, passages: dict[str, PassageInfo], labels: dict[tuple[str, str], str]) -> str | None:
+    """The label of a judged claim from the cases file, or None when nobody labelled it yet. A claim
+    without any known cited passage is UNSUPPORTED by definition (nothing states it)."""
+    documents = sorted({passages[pid].document for pid in claim["cited"] if pid in passages})
+    if not documents:
         return "UNSUPPORTED"
-    vocabulary = set().union(*(_words(p.text) | _words(p.anchor) for p in cited))
-    return "SUPPORTED" if _words(claim["text"]) <= vocabulary else "UNSUPPORTED"
+    found = {labels[(doc, _squash(claim["text"]))] for doc in documents if (doc, _squash(claim["text"])) in labels}
+    if not found:
+        return None
+    return "SUPPORTED" if "SUPPORTED" in found else "UNSUPPORTED"
 
 
 def ratio(num: int | float, den: int) -> dict:
     return {"numerator": num, "denominator": den, "value": round(num / den, 4) if den else None}
 
 
-def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> tuple[dict, list[dict]]:
+def score(observations: list[Observation], passages: dict[str, PassageInfo],
+          labels: dict[tuple[str, str], str] | None = None) -> tuple[dict, list[dict]]:
+    labels = load_claim_labels() if labels is None else labels
+    unlabelled: dict[tuple[str, str], dict] = {}
     per_case = []
     recall = {k: [0, 0] for k in RECALL_KS}
     gold_version_ranks: list[int] = []
@@ -337,7 +367,13 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
                     shown_factual += 1
                     shown_relevant += bool(set(claim["cited"]) & relevant)
             if claim["support"] in ("SUPPORTED", "UNSUPPORTED", "UNRESOLVED"):
-                label = support_label(claim, passages)
+                label = support_label(claim, passages, labels)
+                if label is None:
+                    documents = sorted({passages[p].document for p in claim["cited"] if p in passages})
+                    unlabelled.setdefault((",".join(documents), _squash(claim["text"])), {
+                        "case": case.id, "documents": documents, "claim": claim["text"],
+                        "validator": claim["support"]})
+                    continue
                 support_total += 1
                 support_agree += claim["support"] == label
                 support_matrix[f"label {label} / validator {claim['support']}"] += 1
@@ -380,6 +416,8 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo]) -> 
         "support_correctness": ratio(support_agree, support_total),
         "shown_claims_citing_relevant_evidence": ratio(shown_relevant, shown_factual),
         "support_confusion": dict(sorted(support_matrix.items())),
+        "support_unlabelled": len(unlabelled),
+        "unlabelled_claims": list(unlabelled.values()),
         "abstention_precision": ratio(abst_tp, abst_pred),
         "abstention_recall": ratio(abst_tp, abst_true),
         "refused_with_gold_evidence": ratio(refused_with_evidence, sum(1 for o in observations if o.case.gold)),
@@ -483,7 +521,7 @@ def table(result: dict) -> str:
         ("gold cited (answers citing a gold passage / cases with gold)", m["gold_cited"]),
         ("citation completeness (shown factual claims with evidence / shown factual claims)",
          m["citation_completeness"]),
-        ("support correctness (validator verdict = label / claims judged)", m["support_correctness"]),
+        ("support correctness (validator verdict = cases-file label / labelled claims)", m["support_correctness"]),
         ("shown claims citing gold/acceptable evidence / shown factual claims", m["shown_claims_citing_relevant_evidence"]),
         ("abstention precision (abstained and should / abstained)", m["abstention_precision"]),
         ("abstention recall (abstained and should / should abstain)", m["abstention_recall"]),
@@ -500,6 +538,9 @@ def table(result: dict) -> str:
     lines = [f"{label:<{width}}  {_fmt(value)}" for label, value in rows]
     lines.append("outcome accuracy by case kind: " + ", ".join(
         f"{tag} {v['numerator']}/{v['denominator']}" for tag, v in m["outcome_accuracy_by_tag"].items()))
+    if m.get("support_unlabelled"):
+        lines.append(f"claims judged by the validator but not labelled in the cases file (not scored): "
+                     f"{m['support_unlabelled']} (listed under metrics.unlabelled_claims)")
     causes = ", ".join(f"{k} {v}" for k, v in m["covered_question_missed_by_cause"].items())
     lines.append(f"covered question missed, by cause: {causes}")
     lines.append(f"context budget (default context_max_passages): {m['context_budget']['default_context_max_passages']}")

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from eval.harness import Case, Evidence, Observation, PassageInfo, regressions, resolve, score, support_label
+from eval.harness import (
+    Case,
+    Evidence,
+    Observation,
+    PassageInfo,
+    load_claim_labels,
+    regressions,
+    resolve,
+    score,
+    support_label,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from ask_bench import _quantile, parse_histograms, stage_breakdown  # noqa: E402
@@ -38,12 +48,21 @@ def test_resolve_matches_snippets_across_line_breaks_and_rejects_stale_ones():
         resolve(c, (Evidence("doc", "arrive 20 minutes"),), PASSAGES)
 
 
-def test_support_label_is_word_containment_in_the_cited_passages():
-    supported = {"cited": ["p-new"], "text": "Policy: please arrive 15 minutes before your visit.", "injected": False}
-    assert support_label(supported, PASSAGES) == "SUPPORTED"
-    assert support_label({**supported, "text": "Arrive 20 minutes early."}, PASSAGES) == "UNSUPPORTED"
-    assert support_label({**supported, "injected": True}, PASSAGES) == "UNSUPPORTED"
-    assert support_label({**supported, "cited": []}, PASSAGES) == "UNSUPPORTED"
+LABELS = {("doc", "Please arrive 15 minutes before your visit."): "SUPPORTED",
+          ("doc", "Arrive 20 minutes early."): "UNSUPPORTED"}
+
+
+def test_support_label_comes_from_the_cases_file_labels():
+    supported = {"cited": ["p-new"], "text": "Please arrive  15 minutes before your visit.", "injected": False}
+    assert support_label(supported, PASSAGES, LABELS) == "SUPPORTED"  # whitespace-insensitive
+    assert support_label({**supported, "text": "Arrive 20 minutes early."}, PASSAGES, LABELS) == "UNSUPPORTED"
+    assert support_label({**supported, "text": "Nobody labelled this."}, PASSAGES, LABELS) is None
+    assert support_label({**supported, "cited": []}, PASSAGES, LABELS) == "UNSUPPORTED"
+
+
+def test_the_shipped_cases_file_labels_load():
+    labels = load_claim_labels()
+    assert labels and set(labels.values()) == {"SUPPORTED", "UNSUPPORTED"}
 
 
 def test_score_counts_ranks_misses_forbidden_leaks_and_abstentions():
@@ -58,7 +77,7 @@ def test_score_counts_ranks_misses_forbidden_leaks_and_abstentions():
         Observation(case(id="leak", expect="abstained"), "abstained", "", ["p-other"], {"other-tenant"}, 0, 0,
                     set(), []),
     ]
-    metrics, rows = score(observations, PASSAGES)
+    metrics, rows = score(observations, PASSAGES, LABELS)
     assert metrics["retrieval_recall_at_k"]["1"] == {"numerator": 0, "denominator": 2, "value": 0.0}
     assert metrics["retrieval_recall_at_k"]["3"]["numerator"] == 1
     assert metrics["mean_rank_gold_passage"]["value"] == 2.0
