@@ -320,6 +320,10 @@ def deployment(info: ServiceInfo) -> dict:
         env.append({"name": f"{info.env_prefix}OPENAI_API_KEY",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-generation", "key": "openai-api-key",
                                                    "optional": True}}})
+    if info.name == "retrieval" and "rerank_api_key" in settings_fields(info):
+        env.append({"name": f"{info.env_prefix}RERANK_API_KEY",
+                    "valueFrom": {"secretKeyRef": {"name": "citetrace-retrieval", "key": "rerank-api-key",
+                                                   "optional": True}}})
     if info.name == "citation_validator" and "support_remote_api_key" in settings_fields(info):
         env.append({"name": f"{info.env_prefix}SUPPORT_REMOTE_API_KEY",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-citation-validator", "key": "support-api-key",

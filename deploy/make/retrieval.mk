@@ -18,3 +18,13 @@ bench-documents: setup
 # Ingest the synthetic sample corpus into the running local stack (`make up` / `citetrace up`).
 ingest-samples: setup
 	$(CITETRACE) ingest deploy/samples/corpus
+
+# Relevance (issue 15): the question-passage model of services/retrieval/relevance.py on the labelled set
+# tests/relevance/relevance_labelled.yaml (tune = odd ids, test = even ids). bench-relevance evaluates the
+# shipped weights; train-relevance refits them (model/relevance.json) and reports the held-out half.
+.PHONY: bench-relevance train-relevance
+bench-relevance: setup
+	OPENBLAS_NUM_THREADS=1 $(PY) -m services.retrieval.train_relevance --report-only --json bench/results/relevance.json
+
+train-relevance: setup
+	OPENBLAS_NUM_THREADS=1 $(PY) -m services.retrieval.train_relevance --json bench/results/relevance.json

@@ -41,6 +41,24 @@ def make_backend(settings: Settings) -> SearchBackend:
                       f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
 
 
+def make_judgments(settings: Settings, embedder):
+    """The relevance model (or None) and the reranker the settings name; models load in warm-up."""
+    from services.retrieval.relevance import RelevanceModel, RelevanceWeights
+    from services.retrieval.rerank import EmbeddedRerank, NoRerank, RemoteRerank
+
+    relevance = None
+    if settings.relevance or settings.rerank_backend == "embedded":
+        relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file))
+    if settings.rerank_backend == "embedded":
+        reranker = EmbeddedRerank(relevance, settings.rerank_weight)
+    elif settings.rerank_backend == "remote":
+        reranker = RemoteRerank(settings.rerank_url, settings.rerank_model, settings.rerank_api_key,
+                                settings.rerank_timeout_seconds)
+    else:
+        reranker = NoRerank()
+    return (relevance if settings.relevance else None), reranker
+
+
 def make_store(settings: Settings) -> Store:
     return Store(settings.resolved_database_url(), settings.sqlite_synchronous)
 
@@ -107,9 +125,11 @@ def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store 
     """The service from its settings; `store`, `backend`, `embedder` and `extractors` replace the ones
     the settings name (tests: a shared backend for two replicas; benchmarks: a warmed model)."""
     store = store or make_store(settings)
-    core = RetrievalCore(settings, store=store, backend=backend or make_backend(settings),
-                         embedder=embedder or Embedder(max_tokens=settings.embedding_max_tokens),
-                         extractors=extractors or default_extractors(settings.max_source_pages))
+    embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens)
+    relevance, reranker = make_judgments(settings, embedder)
+    core = RetrievalCore(settings, store=store, backend=backend or make_backend(settings), embedder=embedder,
+                         extractors=extractors or default_extractors(settings.max_source_pages),
+                         reranker=reranker, relevance=relevance)
     relay = version_event_relay(settings, store, auth)
     if relay is not None:
         core.on_version_events = relay.wake

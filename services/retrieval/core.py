@@ -10,6 +10,7 @@ import hashlib
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -64,6 +65,7 @@ from services.retrieval.index import (
     fuse,
 )
 from services.retrieval.index.base import SearchBackend
+from services.retrieval.rerank import NoRerank, Reranker, reorder
 from services.retrieval.settings import Settings
 from services.retrieval.store.records import (
     NOT_REQUIRED,
@@ -138,6 +140,21 @@ class SearchHitResult:
     vector_rank: int
     fused_score: float
     fused_rank: int
+    rerank_score: float = 0.0
+    rerank_rank: int = 0
+    relevance: float = 0.0
+    relevant: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RerankInfo:
+    backend: str = "none"
+    model: str = ""
+    depth: int = 0
+    ms: float = 0.0
+    fallback: bool = False
+    relevance_model: str = ""
+    relevance_threshold: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +166,7 @@ class SearchResult:
     fusion: FusionSettings
     embedding_model_id: str
     filters: AppliedFilters
+    rerank: RerankInfo = RerankInfo()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,7 +279,7 @@ class RetrievalCore:
     """Built by services/retrieval/bootstrap.py, which chooses the store, backend, model and extractors."""
 
     def __init__(self, settings: Settings, *, store: Store, backend: SearchBackend, embedder: Embedder,
-                 extractors: Extractors) -> None:
+                 extractors: Extractors, reranker: Reranker | None = None, relevance=None) -> None:
         self.settings = settings
         self.extractors = extractors
         self.backend = backend
@@ -273,6 +291,8 @@ class RetrievalCore:
                                      candidate_k=settings.candidate_k)
         self.cache: EmbeddingCache | None = None
         self.query_vectors = QueryVectorCache(settings.query_cache_size)
+        self.reranker = reranker or NoRerank()
+        self.relevance = relevance  # RelevanceModel or None (off)
         # Derived, in-memory view for fast hit resolution: passage_id -> (passage, text) and
         # (tenant, version_id) -> version. Rebuilt from the store; updated on every write.
         self._passages: dict[str, tuple[PassageRecord, str]] = {}
@@ -300,6 +320,9 @@ class RetrievalCore:
         vector cache opened (`citetrace index rebuild` then rebuilds into a new generation)."""
         self.open_store()
         self.embedder.warm_up()
+        self.reranker.warm_up()
+        if self.relevance is not None:
+            self.relevance.warm_up()
         self.extractors.warm_up()
         self.cache = EmbeddingCache(self.settings.resolved_cache_path())
 
@@ -775,14 +798,42 @@ class RetrievalCore:
                 with stage(SERVICE, "retrieval.embed"):
                     vector = self.query_vectors.embed(self.embedder, cmd.query)
             lexical, dense = self._candidate_lists(cmd.query, vector, scope, fusion)
+            depth = max(cmd.k, self.settings.rerank_depth) if self.reranker.name != "none" else cmd.k
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
-                fused = fuse(lexical, dense, fusion, limit=cmd.k)
+                fused = fuse(lexical, dense, fusion, limit=depth)
             hits = self._resolve(principal.tenant_id, fused, scope)
+            hits, rerank = self._rerank(cmd.query, hits, cmd.k)
             set_attributes(span, hits=len(hits), empty=not hits)
         if not hits:
             RETRIEVAL_EMPTY.inc()
         return SearchResult(hits=hits, backend=self.backend.name, index_generation=generation, k=cmd.k,
-                            fusion=fusion, embedding_model_id=self.embedder.model_id, filters=filters)
+                            fusion=fusion, embedding_model_id=self.embedder.model_id, filters=filters,
+                            rerank=rerank)
+
+    def _rerank(self, query: str, hits: list[SearchHitResult], k: int) -> tuple[list[SearchHitResult], RerankInfo]:
+        """The rerank stage (after fusion, before any context budget) and the relevance of every hit."""
+        candidates = [(h.text, f"{h.version.title} {h.passage.heading_context}".strip()) for h in hits]
+        info = RerankInfo(relevance_model=self.relevance.version if self.relevance else "",
+                          relevance_threshold=self.relevance.threshold if self.relevance else 0.0)
+        if self.reranker.name != "none" and hits:
+            started = time.perf_counter()
+            with stage(SERVICE, "retrieval.rerank", backend=self.reranker.name, candidates=len(hits)) as span:
+                outcome = self.reranker.rerank(query, candidates, [h.fused_score for h in hits])
+                set_attributes(span, fallback=outcome.fallback)
+            order = reorder(outcome.scores, [h.fused_rank for h in hits])
+            hits = [dataclasses.replace(hits[i], rerank_score=outcome.scores[i], rerank_rank=rank)
+                    for rank, i in enumerate(order, start=1)]
+            info = dataclasses.replace(info, backend=self.reranker.name, model=self.reranker.model,
+                                       depth=len(candidates), ms=round((time.perf_counter() - started) * 1000, 3),
+                                       fallback=outcome.fallback)
+        hits = hits[:k]
+        if self.relevance is not None and hits:
+            with stage(SERVICE, "retrieval.relevance", hits=len(hits)):
+                scores = self.relevance.score(query, [(h.text, f"{h.version.title} {h.passage.heading_context}"
+                                                       .strip()) for h in hits])
+            hits = [dataclasses.replace(h, relevance=s, relevant=s >= self.relevance.threshold)
+                    for h, s in zip(hits, scores, strict=True)]
+        return [dataclasses.replace(h, label=f"S{i}") for i, h in enumerate(hits, start=1)], info
 
     def _candidate_lists(self, text: str, vector, scope: ScopeFilter, fusion: FusionSettings):
         """The raw lexical and vector candidate lists of the search (the scope applied inside both by

@@ -209,12 +209,16 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
             tenant_id=f.tenant_id, roles=list(f.roles), location_ids=list(f.location_ids), intents=intent_numbers(f.intents),
             locale=f.locale, status=VERSION_STATUS.number(f.status), effective_at=to_timestamp(f.effective_at),
             source_classes=list(f.source_classes)),
+        rerank_backend=result.rerank.backend, rerank_model=result.rerank.model, rerank_depth=result.rerank.depth,
+        rerank_ms=result.rerank.ms, rerank_fallback=result.rerank.fallback,
+        relevance_model=result.rerank.relevance_model, relevance_threshold=result.rerank.relevance_threshold,
     )
     return pb.SearchResponse(
         hits=[pb.SearchHit(label=h.label, passage=passage_to_proto(h.passage, h.text, h.version),
                            lexical_score=h.lexical_score, lexical_rank=h.lexical_rank,
                            vector_score=h.vector_score, vector_rank=h.vector_rank,
-                           fused_score=h.fused_score, fused_rank=h.fused_rank)
+                           fused_score=h.fused_score, fused_rank=h.fused_rank, rerank_score=h.rerank_score,
+                           rerank_rank=h.rerank_rank, relevance=h.relevance, relevant=h.relevant)
               for h in result.hits],
         settings=settings,
     )

@@ -66,6 +66,21 @@ class Settings(ServerSettings):
     lexical_weight: float = 0.55
     vector_weight: float = 0.45
     candidate_k: int = 100
+    # The rerank stage after fusion (services/retrieval/rerank.py): none | embedded | remote, over the top
+    # RERANK_DEPTH fused candidates. `none` is the default: the embedded reranker did not raise SciFact
+    # nDCG@10 (bench/results/rerank.json).
+    rerank_backend: str = "none"
+    rerank_depth: int = 20
+    rerank_weight: float = 0.5  # embedded: weight of the relevance probability against the fused score
+    rerank_url: str = ""  # remote: TEI/Cohere-shaped /rerank endpoint
+    rerank_model: str = ""
+    rerank_api_key: str = ""
+    rerank_timeout_seconds: float = 2.0
+    # The relevance decision on every hit (services/retrieval/relevance.py; weights and threshold in
+    # model/relevance.json). Off by default until the orchestrator gates on it (it costs a token-level
+    # encoding of each new hit); on: every hit carries relevance and relevant.
+    relevance: bool = False
+    relevance_weights_file: Path | None = None
     # BM25 parameters of the embedded index (tuned on SciFact TRAIN: k1 1.2, b 0.75).
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -113,6 +128,12 @@ class Settings(ServerSettings):
         require(self.chunk_hard_limit_chars >= self.chunk_target_chars,
                 "chunk_hard_limit_chars must be >= chunk_target_chars")
         require(self.rrf_k > 0, "rrf_k must be > 0")
+        require(self.rerank_backend in ("none", "embedded", "remote"), "rerank_backend must be none, embedded or remote")
+        require(1 <= self.rerank_depth <= 100, "rerank_depth must be in 1..100")
+        require(0.0 <= self.rerank_weight <= 1.0, "rerank_weight must be in [0, 1]")
+        require(self.rerank_timeout_seconds > 0, "rerank_timeout_seconds must be > 0")
+        require(self.rerank_backend != "remote" or self.rerank_url.startswith(("http://", "https://")),
+                "rerank_backend remote needs rerank_url (http:// or https://)")
         require(self.lexical_weight >= 0 and self.vector_weight >= 0
                 and self.lexical_weight + self.vector_weight > 0, "weights must be >= 0 and not both 0")
         require(self.candidate_k >= 1, "candidate_k must be >= 1")

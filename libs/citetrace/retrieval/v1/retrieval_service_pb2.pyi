@@ -213,7 +213,7 @@ class AppliedFilters(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., location_ids: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., effective_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RetrievalSettings(_message.Message):
-    __slots__ = ("backend", "index_generation", "k", "candidate_k", "fusion_method", "lexical_weight", "vector_weight", "rrf_k", "embedding_model_id", "mode", "filters")
+    __slots__ = ("backend", "index_generation", "k", "candidate_k", "fusion_method", "lexical_weight", "vector_weight", "rrf_k", "embedding_model_id", "mode", "filters", "rerank_backend", "rerank_model", "rerank_depth", "rerank_ms", "rerank_fallback", "relevance_model", "relevance_threshold")
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     INDEX_GENERATION_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +225,13 @@ class RetrievalSettings(_message.Message):
     EMBEDDING_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     FILTERS_FIELD_NUMBER: _ClassVar[int]
+    RERANK_BACKEND_FIELD_NUMBER: _ClassVar[int]
+    RERANK_MODEL_FIELD_NUMBER: _ClassVar[int]
+    RERANK_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    RERANK_MS_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FALLBACK_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_MODEL_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     backend: str
     index_generation: str
     k: int
@@ -236,10 +243,17 @@ class RetrievalSettings(_message.Message):
     embedding_model_id: str
     mode: SearchMode
     filters: AppliedFilters
-    def __init__(self, backend: _Optional[str] = ..., index_generation: _Optional[str] = ..., k: _Optional[int] = ..., candidate_k: _Optional[int] = ..., fusion_method: _Optional[str] = ..., lexical_weight: _Optional[float] = ..., vector_weight: _Optional[float] = ..., rrf_k: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., filters: _Optional[_Union[AppliedFilters, _Mapping]] = ...) -> None: ...
+    rerank_backend: str
+    rerank_model: str
+    rerank_depth: int
+    rerank_ms: float
+    rerank_fallback: bool
+    relevance_model: str
+    relevance_threshold: float
+    def __init__(self, backend: _Optional[str] = ..., index_generation: _Optional[str] = ..., k: _Optional[int] = ..., candidate_k: _Optional[int] = ..., fusion_method: _Optional[str] = ..., lexical_weight: _Optional[float] = ..., vector_weight: _Optional[float] = ..., rrf_k: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., filters: _Optional[_Union[AppliedFilters, _Mapping]] = ..., rerank_backend: _Optional[str] = ..., rerank_model: _Optional[str] = ..., rerank_depth: _Optional[int] = ..., rerank_ms: _Optional[float] = ..., rerank_fallback: _Optional[bool] = ..., relevance_model: _Optional[str] = ..., relevance_threshold: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("label", "passage", "lexical_score", "lexical_rank", "vector_score", "vector_rank", "fused_score", "fused_rank")
+    __slots__ = ("label", "passage", "lexical_score", "lexical_rank", "vector_score", "vector_rank", "fused_score", "fused_rank", "rerank_score", "rerank_rank", "relevance", "relevant")
     LABEL_FIELD_NUMBER: _ClassVar[int]
     PASSAGE_FIELD_NUMBER: _ClassVar[int]
     LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +262,10 @@ class SearchHit(_message.Message):
     VECTOR_RANK_FIELD_NUMBER: _ClassVar[int]
     FUSED_SCORE_FIELD_NUMBER: _ClassVar[int]
     FUSED_RANK_FIELD_NUMBER: _ClassVar[int]
+    RERANK_SCORE_FIELD_NUMBER: _ClassVar[int]
+    RERANK_RANK_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    RELEVANT_FIELD_NUMBER: _ClassVar[int]
     label: str
     passage: _common_pb2.Passage
     lexical_score: float
@@ -256,7 +274,11 @@ class SearchHit(_message.Message):
     vector_rank: int
     fused_score: float
     fused_rank: int
-    def __init__(self, label: _Optional[str] = ..., passage: _Optional[_Union[_common_pb2.Passage, _Mapping]] = ..., lexical_score: _Optional[float] = ..., lexical_rank: _Optional[int] = ..., vector_score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., fused_rank: _Optional[int] = ...) -> None: ...
+    rerank_score: float
+    rerank_rank: int
+    relevance: float
+    relevant: bool
+    def __init__(self, label: _Optional[str] = ..., passage: _Optional[_Union[_common_pb2.Passage, _Mapping]] = ..., lexical_score: _Optional[float] = ..., lexical_rank: _Optional[int] = ..., vector_score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., fused_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., rerank_rank: _Optional[int] = ..., relevance: _Optional[float] = ..., relevant: _Optional[bool] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("hits", "settings")

@@ -1,0 +1,184 @@
+"""Relevance: does this passage answer this question? (issue 15; seed 000: "ranking first is no
+reason to be cited"). A decision of its own, separate from support and made before any claim is
+offered, on every hit of a Search, so that every generator backend gets the same gate.
+
+Why here, in retrieval, next to the rerank stage: it is a property of a (question, passage) pair,
+the retrieval service already holds the query vector and the passages, and a gate in one generator
+backend (the first round's word rule lived in the extractive generator) leaves every other backend
+ungated. The orchestrator decides what the part does with it (a part whose best passage is not
+relevant abstains with ABSTAINED_NO_EVIDENCE); the score and the model version are on every hit
+and in the settings of the search, so the trace shows why.
+
+Features (all from the shipped embedding model and the question's own words):
+- the question's cosine to the passage (with its title and headings), to its best sentence and to its
+  heading path, absolute and relative to the best of the other candidates of the same search;
+- the question's KEY TERMS (content words minus question and politeness words): IDF-weighted lexical
+  coverage by the passage (text, title, heading path) and semantic coverage, each key term aligned
+  to its most similar contextual token of the passage (last_hidden_state max-sim), the weakest one
+  and the IDF-weighted share of poorly aligned terms ("walk in" has nothing in an arrival rule);
+combined by a logistic model learned on tests/relevance/relevance_labelled.yaml (tune half), with
+the threshold of a stated operating point (train_relevance.py). Weights: model/relevance.json.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+from citetrace.idf import shipped as shipped_idf
+from citetrace.textnorm import STOPWORDS, fold, stem
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_WEIGHTS = HERE / "model" / "relevance.json"
+
+FEATURES = ("cos_passage", "cos_sentence", "cos_heading", "lex_cov", "sem_cov", "sem_min", "weak_share",
+            "key_terms_log", "fused_lex_cov", "heading_cov", "rel_cos_sentence", "rel_cos_passage", "rel_fused_cov")
+
+# Words that say what KIND of question it is or how it is asked, never what it is about.
+QUESTION_WORDS = frozenset(["what", "when", "where", "which", "who", "whom", "whose", "why", "how", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "do", "does", "did", "is", "are", "am", "was", "were", "be", "i", "i'm", "im", "me", "my", "mine", "we", "us", "our", "you", "your", "please", "tell", "know", "want", "like", "need", "any", "anything", "something", "there", "here", "just", "still", "ok", "okay", "hi", "hello", "thanks", "thank", "get", "go", "going", "come", "coming", "also", "really"])
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*|#])")
+
+
+def key_terms(question: str) -> list[str]:
+    words = re.findall(r"[\w'’-]+", fold(question))
+    return [w for w in words if w not in STOPWORDS and w not in QUESTION_WORDS and not w.isdigit() and len(w) > 1]
+
+
+class RelevanceWeights:
+    def __init__(self, path: Path | str | None = None) -> None:
+        path = Path(path or DEFAULT_WEIGHTS)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            self.version = str(data["version"])
+            features = tuple(data["features"])
+            self.mean = np.array(data["mean"], dtype=np.float64)
+            self.scale = np.array(data["scale"], dtype=np.float64)
+            self.coef = np.array(data["coef"], dtype=np.float64)
+            self.intercept = float(data["intercept"])
+            self.threshold = float(data["threshold"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"relevance weights {path}: {exc}") from exc
+        if features != FEATURES:
+            raise ValueError(f"relevance weights {path} were trained on {features}; this code computes {FEATURES}: "
+                             "retrain (make train-relevance)")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"relevance weights {path}: threshold must be in [0, 1]")
+
+    def probability(self, x: np.ndarray) -> float:
+        z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+class RelevanceModel:
+    """question x passages -> calibrated probabilities that each passage answers the question."""
+
+    def __init__(self, embedder, weights: RelevanceWeights | None = None, cache_size: int = 4096) -> None:
+        self.embedder = embedder
+        self._weights = weights
+        self.idf = shipped_idf()
+        self._passages = _LRU(cache_size)
+
+    @property
+    def weights(self) -> RelevanceWeights:
+        if self._weights is None:  # loaded on first use: computing features needs no weights
+            self._weights = RelevanceWeights()
+        return self._weights
+
+    @property
+    def version(self) -> str:
+        return self.weights.version
+
+    @property
+    def threshold(self) -> float:
+        return self.weights.threshold
+
+    def warm_up(self) -> None:
+        self.embedder.warm_up()
+
+    def _passage(self, text: str, context: str):
+        key = (text, context)
+        cached = self._passages.get(key)
+        if cached is None:
+            sentences = [s for s in _SENTENCE.split(text) if s.strip()][:24] or [text]
+            encoded = self.embedder.encode_tokens([f"{context}\n{text}".strip(), context or text, *sentences],
+                                                  batch_size=32)
+            whole, heading, parts = encoded[0], encoded[1], encoded[2:]
+            stems = {stem(w) for w in re.findall(r"[\w'’-]+", fold(f"{context} {text}"))}
+            cached = (whole, heading, np.stack([p.sentence for p in parts]), stems)
+            self._passages.put(key, cached)
+        return cached
+
+    def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:
+        """passages: (text, context = title and heading path) in rank order."""
+        q = self.embedder.encode_tokens([question])[0]
+        terms = key_terms(question)
+        spans = [m.span() for m in re.finditer(r"[\w'’-]+", question)]
+        words = [fold(question[s:e]) for s, e in spans]
+        rows = []
+        term_vectors, term_idf, term_stems = [], [], []
+        for term in dict.fromkeys(terms):
+            if term not in words:
+                continue
+            s, e = spans[words.index(term)]
+            pieces = [j for j, (a, b) in enumerate(q.offsets) if a >= s and b <= e and b > a]
+            if not pieces:
+                continue
+            v = q.vectors[pieces].mean(axis=0)
+            term_vectors.append(v / max(float(np.linalg.norm(v)), 1e-12))
+            term_idf.append(self.idf.idf(stem(term)))
+            term_stems.append(stem(term))
+        tv = np.stack(term_vectors) if term_vectors else None
+        weights = np.array(term_idf) / sum(term_idf) if term_idf else None
+        for text, context in passages:
+            whole, heading, sentence_matrix, stems = self._passage(text, context)
+            f = {"cos_passage": float(whole.sentence @ q.sentence),
+                 "cos_sentence": float((sentence_matrix @ q.sentence).max()),
+                 "cos_heading": float(heading.sentence @ q.sentence),
+                 "key_terms_log": math.log1p(len(term_stems))}
+            if tv is None:
+                f.update(lex_cov=1.0, sem_cov=1.0, sem_min=1.0, weak_share=0.0, fused_lex_cov=1.0, heading_cov=1.0)
+            else:
+                lexical = np.array([1.0 if s in stems else 0.0 for s in term_stems])
+                sims = (tv @ whole.vectors.T).max(axis=1)
+                match = np.maximum(lexical, sims)
+                f.update(lex_cov=float(lexical @ weights), sem_cov=float(sims @ weights), sem_min=float(match.min()),
+                         weak_share=float(weights[match < 0.6].sum()), fused_lex_cov=float(match @ weights),
+                         heading_cov=float((tv @ heading.vectors.T).max(axis=1) @ weights))
+            rows.append(f)
+        # Relative to the other candidates of the same question: the best of a search is usually the
+        # answer when any is (the absolute features catch the questions that none answers).
+        for name, base in (("rel_cos_sentence", "cos_sentence"), ("rel_cos_passage", "cos_passage"),
+                           ("rel_fused_cov", "fused_lex_cov")):
+            top = max(r[base] for r in rows)
+            for r in rows:
+                r[name] = r[base] - top
+        return rows
+
+    def score(self, question: str, passages: list[tuple[str, str]]) -> list[float]:
+        return [round(self.weights.probability(np.array([f[n] for n in FEATURES])), 4)
+                for f in self.features(question, passages)]
