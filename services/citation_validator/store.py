@@ -1,15 +1,13 @@
 """PassageStore over gRPC: retrieval's GetPassages, called with the caller's own token (so the
-store of record applies the caller's tenant and role scope) and a bounded deadline."""
+store of record applies the caller's tenant and role scope) and a bounded deadline
+(citetrace.kit.passages)."""
 
 from __future__ import annotations
 
-import time
-
 from citetrace.common.v1 import common_pb2
-from citetrace.kit.clients import invoke, stub
-from citetrace.kit.errors import DataLoss, DeadlineExceeded, DomainError, NotFound, PermissionDenied
+from citetrace.kit.clients import stub
+from citetrace.kit.passages import PassagesUnreachable, get_visible_passages
 from citetrace.kit.timestamps import field_time
-from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.vocab import VERSION_STATUS
 
@@ -54,46 +52,9 @@ class RetrievalPassageStore:
         self._stub = retrieval or stub(ret_grpc.RetrievalServiceStub, target)
 
     def load(self, passage_ids: list[str], timeout: float) -> Loaded:
-        deadline = time.monotonic() + timeout
-        found: dict[str, StoredPassage] = {}
-        not_found: set[str] = set()
-        corrupt: set[str] = set()
-        pending = list(dict.fromkeys(passage_ids))
-        while pending:
-            batch, pending = pending[:BATCH], pending[BATCH:]
-            self._load_batch(batch, deadline, found, not_found, corrupt)
-        return Loaded(found, not_found, corrupt)
-
-    def _load_batch(self, batch: list[str], deadline: float, found: dict, not_found: set, corrupt: set) -> None:
-        remaining = list(batch)
-        while remaining:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise StoreUnavailable(f"retrieval at {self.target} did not answer in time")
-            try:
-                reply = invoke(self._stub.GetPassages, ret_pb.GetPassagesRequest(passage_ids=remaining), "retrieval",
-                               timeout=left)
-            except (NotFound, PermissionDenied, DataLoss) as err:
-                # DATA_LOSS: the store's text no longer matches its digest; it names the passage.
-                bucket = corrupt if isinstance(err, DataLoss) else not_found
-                missing = err.metadata.get("passage_id")
-                if missing in remaining:
-                    bucket.add(missing)
-                    remaining.remove(missing)
-                    continue
-                if len(remaining) == 1:
-                    bucket.add(remaining.pop())
-                    continue
-                for pid in list(remaining):  # which one? ask one by one
-                    self._load_batch([pid], deadline, found, not_found, corrupt)
-                return
-            except DeadlineExceeded as err:
-                raise StoreUnavailable(f"retrieval at {self.target} did not answer in time") from err
-            except DomainError as err:
-                raise StoreUnavailable(f"retrieval at {self.target}: {err.code.value}") from err
-            versions = {v.version_id: v for v in reply.versions}
-            for passage in reply.passages:
-                found[passage.identity.passage_id] = stored_from_proto(
-                    passage, versions.get(passage.identity.version_id))
-            not_found.update(pid for pid in remaining if pid not in found)
-            return
+        try:
+            read = get_visible_passages(self._stub, passage_ids, timeout, batch=BATCH)
+        except PassagesUnreachable as err:
+            raise StoreUnavailable(f"retrieval at {self.target}: {err}") from err
+        found = {pid: stored_from_proto(p, read.versions.get(p.identity.version_id)) for pid, p in read.passages.items()}
+        return Loaded(found, read.not_visible, read.corrupt)
