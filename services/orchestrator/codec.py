@@ -8,6 +8,7 @@ domain enum (core/model.py) names it."""
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Any
 
@@ -90,7 +91,10 @@ def passage_from_pb(passage: c_pb.Passage) -> m.Passage:
                      passage.locale, REVIEW_STATE.domain(passage.review_state), passage.review_reason)
 
 
+@functools.lru_cache(maxsize=4096)
 def passage_pb(passage: m.Passage, *, with_text: bool = True) -> c_pb.Passage:
+    """Memoised: a passage offered to generation, to the validator (each attempt) and kept in the
+    record is built once. Callers copy it into their message and never change it."""
     return c_pb.Passage(identity=identity_pb(passage.identity), text=passage.text if with_text else "",
                         heading_context=passage.heading_context, title=passage.title, locale=passage.locale,
                         review_state=REVIEW_STATE.pb(passage.review_state), review_reason=passage.review_reason)

@@ -61,7 +61,7 @@ class Lexicon:
     # cancelled"): removed from a clause before its intents are detected.
     not_intents: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
-    @property
+    @functools.cached_property
     def vocabulary(self) -> frozenset[str]:
         """Words that name a specialty or appointment type (never a clinic on their own)."""
         out: set[str] = set()
