@@ -66,6 +66,7 @@ proto-check: setup
 lint: setup proto-check
 	@npx --no-install buf lint
 	@$(PY) deploy/tools/proto_breaking.py
+	@$(VENV)/bin/lint-imports --no-cache >/dev/null || $(VENV)/bin/lint-imports --no-cache
 	@$(VENV)/bin/ruff check libs services apps tests
 	@echo "lint: clean"
 
