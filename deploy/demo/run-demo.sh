@@ -54,7 +54,7 @@ ask "out of scope: the clinical part gets the boundary, the booking part proceed
 ask "conflict: two current approved documents disagree" acme-health \
   "When should I arrive for my MRI at Harbor Imaging Center?"
 ask "answered from a PDF: the citation shows the printed page and the viewer page" acme-health \
-  "Can I wear deodorant to my mammogram?"
+  "Can I wear deodorant to my mammogram at Harbor Imaging Center?"
 grep -q "p\. H-1 (viewer page 3)" "$DATA_DIR/last-answer.txt" || { echo "demo: the PDF answer lost its page" >&2; exit 1; }
 ask "answered from a web page (navigation and footer dropped at ingestion)" acme-health \
   "How long does Northside Family Clinic keep lost phones?"

@@ -106,14 +106,16 @@ def labelled_pb(items: tuple[m.LabelledPassage, ...]) -> list[c_pb.LabelledPassa
 
 def hit_from_pb(hit: ret_pb.SearchHit) -> m.Hit:
     return m.Hit(passage_from_pb(hit.passage), hit.label, hit.lexical_score, hit.lexical_rank, hit.vector_score,
-                 hit.vector_rank, hit.fused_score, hit.fused_rank)
+                 hit.vector_rank, hit.fused_score, hit.fused_rank, hit.rerank_score, hit.rerank_rank, hit.relevance,
+                 hit.relevant)
 
 
 def hit_pb(hit: m.Hit, *, with_text: bool) -> ret_pb.SearchHit:
     return ret_pb.SearchHit(
         label=hit.label, passage=passage_pb(hit.passage, with_text=with_text), lexical_score=hit.lexical_score,
         lexical_rank=hit.lexical_rank, vector_score=hit.vector_score, vector_rank=hit.vector_rank,
-        fused_score=hit.fused_score, fused_rank=hit.fused_rank)
+        fused_score=hit.fused_score, fused_rank=hit.fused_rank, rerank_score=hit.rerank_score,
+        rerank_rank=hit.rerank_rank, relevance=hit.relevance, relevant=hit.relevant)
 
 
 def settings_from_pb(reply: ret_pb.SearchResponse) -> m.RetrievalSettings | None:
@@ -131,14 +133,20 @@ def settings_from_pb(reply: ret_pb.SearchResponse) -> m.RetrievalSettings | None
     return m.RetrievalSettings(
         backend=s.backend, index_generation=s.index_generation, k=s.k, candidate_k=s.candidate_k,
         fusion_method=s.fusion_method, lexical_weight=s.lexical_weight, vector_weight=s.vector_weight, rrf_k=s.rrf_k,
-        embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.domain(s.mode), filters=filters)
+        embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.domain(s.mode), filters=filters,
+        rerank_backend=s.rerank_backend, rerank_model=s.rerank_model, rerank_depth=s.rerank_depth,
+        rerank_ms=s.rerank_ms, rerank_fallback=s.rerank_fallback, relevance_model=s.relevance_model,
+        relevance_threshold=s.relevance_threshold)
 
 
 def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
     out = ret_pb.RetrievalSettings(
         backend=s.backend, index_generation=s.index_generation, k=s.k, candidate_k=s.candidate_k,
         fusion_method=s.fusion_method, lexical_weight=s.lexical_weight, vector_weight=s.vector_weight, rrf_k=s.rrf_k,
-        embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.pb(s.mode))
+        embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.pb(s.mode), rerank_backend=s.rerank_backend,
+        rerank_model=s.rerank_model, rerank_depth=s.rerank_depth, rerank_ms=s.rerank_ms,
+        rerank_fallback=s.rerank_fallback, relevance_model=s.relevance_model,
+        relevance_threshold=s.relevance_threshold)
     if s.filters is not None:
         f = s.filters
         out.filters.CopyFrom(ret_pb.AppliedFilters(
@@ -236,14 +244,14 @@ def validation_from_pb(v: cv_pb.ClaimValidation) -> m.ClaimValidation:
     return m.ClaimValidation(
         claim_id=v.claim_id, findings=tuple(_finding_from_pb(f) for f in v.findings), support=SUPPORT.domain(v.support),
         support_score=v.support_score, support_reason=v.support_reason,
-        citations=tuple(citation_from_pb(c) for c in v.citations), withheld=v.withheld)
+        citations=tuple(citation_from_pb(c) for c in v.citations), withheld=v.withheld, support_model=v.support_model)
 
 
 def validation_pb(v: m.ClaimValidation) -> cv_pb.ClaimValidation:
     return cv_pb.ClaimValidation(
         claim_id=v.claim_id, findings=[_finding_pb(f) for f in v.findings], support=SUPPORT.pb(v.support),
         support_score=v.support_score, support_reason=v.support_reason,
-        citations=[citation_pb(c) for c in v.citations], withheld=v.withheld)
+        citations=[citation_pb(c) for c in v.citations], withheld=v.withheld, support_model=v.support_model)
 
 
 def validated_from_pb(reply: cv_pb.ValidateResponse) -> m.ValidationResult:

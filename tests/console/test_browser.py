@@ -95,7 +95,7 @@ def test_marker_opens_the_exact_cited_span_of_the_pinned_version(console, consol
 
 def test_a_pdf_citation_shows_its_printed_and_viewer_page_and_opens_there(console, console_stack, page):
     sign_in(page, console.url)
-    ask(page, "Can I wear deodorant to my mammogram?")
+    ask(page, "Can I wear deodorant to my mammogram at Harbor Imaging Center?")
     marker = page.locator("section.answer a.marker").first
     assert "p. H-1 (viewer page 3)" in marker.get_attribute("aria-label")
     href = marker.get_attribute("href")

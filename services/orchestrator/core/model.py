@@ -208,6 +208,10 @@ class Hit:
     vector_rank: int = 0
     fused_score: float = 0.0
     fused_rank: int = 0
+    rerank_score: float = 0.0  # 0 when the rerank stage is off
+    rerank_rank: int = 0
+    relevance: float = 0.0  # the relevance model's probability that the passage answers the query
+    relevant: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -237,6 +241,13 @@ class RetrievalSettings:
     embedding_model_id: str = ""
     mode: SearchMode = SearchMode.UNSPECIFIED
     filters: AppliedFilters | None = None
+    rerank_backend: str = ""
+    rerank_model: str = ""
+    rerank_depth: int = 0
+    rerank_ms: float = 0.0
+    rerank_fallback: bool = False
+    relevance_model: str = ""
+    relevance_threshold: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -356,6 +367,7 @@ class ClaimValidation:
     # Built by the validator (pinned links and titles included): the answer shows them as they are.
     citations: tuple[Citation, ...] = ()
     withheld: bool = False
+    support_model: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
