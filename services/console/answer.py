@@ -81,6 +81,9 @@ PART_KINDS: dict[int, str] = {
     r.PART_KIND_PROVIDER_DESCRIPTION: "About the provider",
     r.PART_KIND_CLINICAL_BOUNDARY: "Clinical question",
     r.PART_KIND_OTHER_POLICY: "Clinic policy",
+    r.PART_KIND_APPOINTMENT: "Your appointment",
+    r.PART_KIND_CHANGE_PROPOSAL: "Proposed change",
+    r.PART_KIND_CONTACT_DETAILS: "Contact details",
 }
 
 REASONS: dict[int, str] = {

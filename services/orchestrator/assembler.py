@@ -54,6 +54,8 @@ def assemble(result: AskResult) -> Assembled:
         answer, part_record = _part(part)
         response.parts.append(answer)
         record.parts.append(part_record)
+        if part.proposal is not None and part.proposal.proposal_id:
+            response.proposal_ids.append(part.proposal.proposal_id)
     if result.corpus is not None:
         record.corpus.CopyFrom(trace_pb.CorpusSnapshot(backend=result.corpus.backend,
                                                        index_generation=result.corpus.index_generation,
@@ -83,6 +85,14 @@ def _part(part: PartResult) -> tuple[pb.AnswerPart, trace_pb.PartRecord]:
             claim=codec.claim_pb(a.claim), attempt=a.attempt, shown=a.shown,
             validation=codec.validation_pb(a.validation) if a.validation is not None else cv_pb.ClaimValidation())
             for a in part.claim_attempts])
+    if part.appointments:
+        appointments = [codec.appointment_pb(a) for a in part.appointments]
+        answer.appointments.extend(appointments)
+        record.appointments.extend(appointments)
+    if part.proposal is not None:
+        proposal = codec.proposal_pb(part.proposal)
+        answer.proposal.CopyFrom(proposal)
+        record.proposal.CopyFrom(proposal)
     if part.slots_as_of is not None:
         stamp = to_timestamp(part.slots_as_of)
         answer.slots_as_of.CopyFrom(stamp)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
+from citetrace.common.v1 import appointments_pb2 as ap_pb
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
@@ -63,6 +64,10 @@ SLOT_STATUS = EnumTable(m.SlotStatus, c_pb.SlotStatus, "SLOT_STATUS_")
 VERSION_STATUS = EnumTable(m.VersionStatus, c_pb.VersionStatus, "VERSION_STATUS_")
 SEARCH_MODE = EnumTable(m.SearchMode, ret_pb.SearchMode, "SEARCH_MODE_")
 REVIEW_STATE = EnumTable(m.ReviewState, c_pb.ReviewState, "REVIEW_STATE_")
+APPOINTMENT_STATUS = EnumTable(m.AppointmentStatus, ap_pb.AppointmentStatus, "APPOINTMENT_STATUS_")
+CHANGE_KIND = EnumTable(m.ChangeKind, ap_pb.ChangeKind, "CHANGE_KIND_")
+PROPOSAL_STATUS = EnumTable(m.ProposalStatus, ap_pb.ProposalStatus, "PROPOSAL_STATUS_")
+CONSEQUENCE_KIND = EnumTable(m.ConsequenceKind, ap_pb.ConsequenceKind, "CONSEQUENCE_KIND_")
 
 
 # -- passages and search ---------------------------------------------------------------------------
@@ -303,3 +308,89 @@ def slot_pb(s: m.Slot) -> c_pb.Slot:
 
 def slots_from_pb(reply: sched_pb.FindSlotsResponse) -> m.SlotResult:
     return m.SlotResult(tuple(slot_from_pb(s) for s in reply.slots), field_time(reply, "as_of"))
+
+
+def _stamp_fields(out: Any, value: Any, fields: tuple[str, ...]) -> None:
+    for field in fields:
+        when = getattr(value, field)
+        if when is not None:
+            getattr(out, field).CopyFrom(to_timestamp(when))
+
+
+# -- appointments and proposals --------------------------------------------------------------------
+
+_APPOINTMENT_TIMES = ("start_time", "end_time", "updated_at", "as_of")
+_PROPOSAL_TIMES = ("created_at", "expires_at", "decided_at")
+
+
+def appointment_from_pb(a: ap_pb.Appointment) -> m.Appointment:
+    return m.Appointment(
+        appointment_id=a.appointment_id, patient_ref=a.patient_ref, status=APPOINTMENT_STATUS.domain(a.status),
+        version=a.version, slot_id=a.slot_id, location_id=a.location_id, location_name=a.location_name,
+        clinic_name=a.clinic_name, time_zone=a.time_zone, provider_id=a.provider_id, provider_name=a.provider_name,
+        specialty=a.specialty, appointment_type=a.appointment_type,
+        **{f: field_time(a, f) for f in _APPOINTMENT_TIMES})
+
+
+def appointment_pb(a: m.Appointment) -> ap_pb.Appointment:
+    out = ap_pb.Appointment(
+        appointment_id=a.appointment_id, patient_ref=a.patient_ref, status=APPOINTMENT_STATUS.pb(a.status),
+        version=a.version, slot_id=a.slot_id, location_id=a.location_id, location_name=a.location_name,
+        clinic_name=a.clinic_name, time_zone=a.time_zone, provider_id=a.provider_id, provider_name=a.provider_name,
+        specialty=a.specialty, appointment_type=a.appointment_type)
+    _stamp_fields(out, a, _APPOINTMENT_TIMES)
+    return out
+
+
+def appointments_from_pb(reply: sched_pb.ListAppointmentsResponse) -> m.AppointmentList:
+    return m.AppointmentList(tuple(appointment_from_pb(a) for a in reply.appointments), field_time(reply, "as_of"))
+
+
+def consequence_from_pb(c: ap_pb.PolicyConsequence) -> m.PolicyConsequence:
+    return m.PolicyConsequence(CONSEQUENCE_KIND.domain(c.kind), c.text, tuple(citation_from_pb(x) for x in c.citations),
+                               SUPPORT.domain(c.support), c.explanation, c.part_id)
+
+
+def consequence_pb(c: m.PolicyConsequence) -> ap_pb.PolicyConsequence:
+    return ap_pb.PolicyConsequence(kind=CONSEQUENCE_KIND.pb(c.kind), text=c.text,
+                                   citations=[citation_pb(x) for x in c.citations], support=SUPPORT.pb(c.support),
+                                   explanation=c.explanation, part_id=c.part_id)
+
+
+def proposal_from_pb(p: ap_pb.Proposal) -> m.Proposal:
+    return m.Proposal(
+        proposal_id=p.proposal_id, kind=CHANGE_KIND.domain(p.kind), status=PROPOSAL_STATUS.domain(p.status),
+        patient_ref=p.patient_ref,
+        appointment=appointment_from_pb(p.appointment) if p.HasField("appointment") else None,
+        options=tuple(slot_from_pb(s) for s in p.options),
+        consequences=tuple(consequence_from_pb(c) for c in p.consequences), review_required=p.review_required,
+        review_reason=p.review_reason, created_by_ref=p.created_by_ref, decided_by_ref=p.decided_by_ref,
+        ask_trace_id=p.ask_trace_id, chosen_slot_id=p.chosen_slot_id, result_appointment_id=p.result_appointment_id,
+        outcome_reason=p.outcome_reason, decision_note=p.decision_note,
+        consequence_rules_version=p.consequence_rules_version, policy_version_ids=tuple(p.policy_version_ids),
+        version=p.version, **{f: field_time(p, f) for f in _PROPOSAL_TIMES})
+
+
+def proposal_pb(p: m.Proposal) -> ap_pb.Proposal:
+    out = ap_pb.Proposal(
+        proposal_id=p.proposal_id, kind=CHANGE_KIND.pb(p.kind), status=PROPOSAL_STATUS.pb(p.status),
+        patient_ref=p.patient_ref, options=[slot_pb(s) for s in p.options],
+        consequences=[consequence_pb(c) for c in p.consequences], review_required=p.review_required,
+        review_reason=p.review_reason, created_by_ref=p.created_by_ref, decided_by_ref=p.decided_by_ref,
+        ask_trace_id=p.ask_trace_id, chosen_slot_id=p.chosen_slot_id, result_appointment_id=p.result_appointment_id,
+        outcome_reason=p.outcome_reason, decision_note=p.decision_note,
+        consequence_rules_version=p.consequence_rules_version, policy_version_ids=p.policy_version_ids,
+        version=p.version)
+    if p.appointment is not None:
+        out.appointment.CopyFrom(appointment_pb(p.appointment))
+    _stamp_fields(out, p, _PROPOSAL_TIMES)
+    return out
+
+
+def propose_pb(request: m.ProposalRequest) -> sched_pb.ProposeChangeRequest:
+    return sched_pb.ProposeChangeRequest(
+        kind=CHANGE_KIND.pb(request.kind), appointment_id=request.appointment_id,
+        expected_appointment_version=request.expected_appointment_version,
+        slots=[sched_pb.SlotChoice(slot_id=slot_id, expected_version=version) for slot_id, version in request.slots],
+        consequences=[consequence_pb(c) for c in request.consequences], ask_trace_id=request.ask_trace_id,
+        consequence_rules_version=request.consequence_rules_version, idempotency_key=request.idempotency_key)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from citetrace.citation_validator.v1 import citation_validator_service_pb2 as cv_pb
+from citetrace.common.v1 import appointments_pb2 as ap_pb
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
@@ -48,6 +49,7 @@ MIRRORS = [
     (m.Citation, c_pb.Citation), (m.Claim, c_pb.Claim), (m.Finding, cv_pb.Finding),
     (m.ClaimValidation, cv_pb.ClaimValidation), (m.ValidationResult, cv_pb.ValidateResponse),
     (m.GeneratorInfo, gen_pb.GeneratorInfo), (m.ClaimFeedback, gen_pb.ClaimFeedback), (m.Slot, c_pb.Slot),
+    (m.Appointment, ap_pb.Appointment), (m.PolicyConsequence, ap_pb.PolicyConsequence), (m.Proposal, ap_pb.Proposal),
 ]
 
 
@@ -64,10 +66,12 @@ def test_generation_result_mirrors_the_reply():
 
 def test_enum_tables_are_complete_both_ways():
     tables = [v for v in vars(codec).values() if isinstance(v, codec.EnumTable)]
-    assert len(tables) == 11
+    assert len(tables) == 15
     assert all(not t.unknown for t in tables), [t.unknown for t in tables if t.unknown]
     for table, domain in ((codec.OUTCOME, m.Outcome), (codec.NEXT_ACTION, m.NextAction), (codec.INTENT, m.Intent),
-                          (codec.PART_KIND, m.PartKind), (codec.FAILURE_REASON, m.FailureReason)):
+                          (codec.PART_KIND, m.PartKind), (codec.FAILURE_REASON, m.FailureReason),
+                          (codec.APPOINTMENT_STATUS, m.AppointmentStatus), (codec.CHANGE_KIND, m.ChangeKind),
+                          (codec.PROPOSAL_STATUS, m.ProposalStatus), (codec.CONSEQUENCE_KIND, m.ConsequenceKind)):
         assert set(table.to_pb) == set(domain)
         assert all(table.domain(table.pb(member)) == member for member in domain)
     assert codec.INTENT.pb(None) == 0 and codec.INTENT.domain(0) is None
@@ -126,3 +130,29 @@ def test_one_assembly_builds_answer_and_record_from_the_same_part():
     assert record.retrieval.retrieved[0].passage.identity.content_sha256 == "d" * 64
     assert built.record.wording_version == "wording-en-x" and built.record.wording_locale == "en"
     assert list(built.record.corpus.version_ids) == ["v1"]
+
+
+def test_an_appointment_and_a_proposal_reach_the_answer_and_the_record_alike():
+    """The APPOINTMENT part's appointments and the CHANGE_PROPOSAL part's proposal survive the
+    codec both ways and appear in the answer, the record and the answer's proposal IDs."""
+    result = _result()
+    when = dt.datetime(2026, 12, 3, 12, tzinfo=dt.UTC)
+    appointment = m.Appointment("appt-1", "pat-1", m.AppointmentStatus.BOOKED, 3, "slot-a", "loc-1", "Loc One",
+                                "Clinic", "UTC", "dr-1", "Dr. One", "cardiology", "follow_up", when,
+                                when + dt.timedelta(minutes=30), when, when)
+    citation = result.parts[0].citations[0]
+    proposal = m.Proposal(
+        "prop-1", m.ChangeKind.RESCHEDULE, m.ProposalStatus.PENDING, "pat-1", appointment,
+        (m.Slot("slot-b", 2, "loc-1", start_time=when, status=m.SlotStatus.FREE),),
+        (m.PolicyConsequence(m.ConsequenceKind.FEE, "A fee applies.", (citation,), m.Support.SUPPORTED, "why", "p1"),),
+        False, "", when, when, None, "ref", "", "abc", "", "", "", "", "rules-1", ("v1",), 1)
+    assert codec.proposal_from_pb(codec.proposal_pb(proposal)) == proposal
+    assert codec.appointment_from_pb(codec.appointment_pb(appointment)) == appointment
+    result.parts.append(m.PartResult("p2", m.PartKind.APPOINTMENT, appointments=(appointment,)))
+    result.parts.append(m.PartResult("p3", m.PartKind.CHANGE_PROPOSAL, proposal=proposal).settle(
+        m.Outcome.ANSWERED, "Confirm?", m.NextAction.CONFIRM_CHANGE))
+    built = assembler.assemble(result)
+    assert list(built.response.proposal_ids) == ["prop-1"]
+    for parts in (built.response.parts, built.record.parts):
+        assert parts[1].appointments[0].version == 3 and parts[2].proposal.proposal_id == "prop-1"
+        assert parts[2].proposal.consequences[0].citations[0].version_id == "v1"

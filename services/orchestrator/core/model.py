@@ -35,6 +35,9 @@ class PartKind(StrEnum):
     PROVIDER_DESCRIPTION = "PROVIDER_DESCRIPTION"
     CLINICAL_BOUNDARY = "CLINICAL_BOUNDARY"
     OTHER_POLICY = "OTHER_POLICY"
+    APPOINTMENT = "APPOINTMENT"
+    CHANGE_PROPOSAL = "CHANGE_PROPOSAL"
+    CONTACT_DETAILS = "CONTACT_DETAILS"
 
 
 class Outcome(StrEnum):
@@ -118,6 +121,39 @@ class SlotStatus(StrEnum):
     BUSY_UNAVAILABLE = "BUSY_UNAVAILABLE"
     BUSY_TENTATIVE = "BUSY_TENTATIVE"
     ENTERED_IN_ERROR = "ENTERED_IN_ERROR"
+
+
+class AppointmentStatus(StrEnum):
+    UNSPECIFIED = "UNSPECIFIED"
+    BOOKED = "BOOKED"
+    CANCELLED = "CANCELLED"
+    FULFILLED = "FULFILLED"
+    NOSHOW = "NOSHOW"
+    ENTERED_IN_ERROR = "ENTERED_IN_ERROR"
+
+
+class ChangeKind(StrEnum):
+    UNSPECIFIED = "UNSPECIFIED"
+    BOOK = "BOOK"
+    RESCHEDULE = "RESCHEDULE"
+    CANCEL = "CANCEL"
+
+
+class ProposalStatus(StrEnum):
+    UNSPECIFIED = "UNSPECIFIED"
+    PENDING = "PENDING"
+    CONFIRMED = "CONFIRMED"
+    REJECTED = "REJECTED"
+    EXPIRED = "EXPIRED"
+    FAILED = "FAILED"
+
+
+class ConsequenceKind(StrEnum):
+    UNSPECIFIED = "UNSPECIFIED"
+    FEE = "FEE"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+    POLICY_TERM = "POLICY_TERM"
+    TERMS_UNVERIFIED = "TERMS_UNVERIFIED"
 
 
 class VersionStatus(StrEnum):
@@ -427,6 +463,98 @@ class SlotResult:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Appointment:
+    """One of the caller's appointments as the scheduler-gateway read it (with its version)."""
+
+    appointment_id: str
+    patient_ref: str = ""
+    status: AppointmentStatus = AppointmentStatus.UNSPECIFIED
+    version: int = 0
+    slot_id: str = ""
+    location_id: str = ""
+    location_name: str = ""
+    clinic_name: str = ""
+    time_zone: str = ""
+    provider_id: str = ""
+    provider_name: str = ""
+    specialty: str = ""
+    appointment_type: str = ""
+    start_time: dt.datetime | None = None
+    end_time: dt.datetime | None = None
+    updated_at: dt.datetime | None = None
+    as_of: dt.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppointmentQuery:
+    """The caller's own upcoming booked appointments (the patient comes from the token)."""
+
+    specialty: str = ""
+    page_size: int = 20
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppointmentList:
+    appointments: tuple[Appointment, ...]
+    as_of: dt.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PolicyConsequence:
+    """What the cited policy says about one change (core/consequences.py decided it)."""
+
+    kind: ConsequenceKind
+    text: str
+    citations: tuple[Citation, ...] = ()
+    support: Support = Support.UNSPECIFIED
+    explanation: str = ""
+    part_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Proposal:
+    """A pending (or decided) change as the scheduler-gateway's proposal store has it."""
+
+    proposal_id: str
+    kind: ChangeKind = ChangeKind.UNSPECIFIED
+    status: ProposalStatus = ProposalStatus.UNSPECIFIED
+    patient_ref: str = ""
+    appointment: Appointment | None = None
+    options: tuple[Slot, ...] = ()
+    consequences: tuple[PolicyConsequence, ...] = ()
+    review_required: bool = False
+    review_reason: str = ""
+    created_at: dt.datetime | None = None
+    expires_at: dt.datetime | None = None
+    decided_at: dt.datetime | None = None
+    created_by_ref: str = ""
+    decided_by_ref: str = ""
+    ask_trace_id: str = ""
+    chosen_slot_id: str = ""
+    result_appointment_id: str = ""
+    outcome_reason: str = ""
+    decision_note: str = ""
+    consequence_rules_version: str = ""
+    policy_version_ids: tuple[str, ...] = ()
+    version: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProposalRequest:
+    """ProposeChange as the orchestrator asks it, for the caller (never executed by the assistant)."""
+
+    kind: ChangeKind
+    appointment_id: str = ""
+    expected_appointment_version: int = 0
+    # (slot_id, version) of each offered slot.
+    slots: tuple[tuple[str, int], ...] = ()
+    consequences: tuple[PolicyConsequence, ...] = ()
+    ask_trace_id: str = ""
+    consequence_rules_version: str = ""
+    idempotency_key: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class StageTiming:
     service: str
     stage: str
@@ -496,6 +624,9 @@ class PartResult:
     withheld: tuple[WithheldClaim, ...] = ()
     conflicts: tuple[ConflictingSource, ...] = ()
     policy_link: str = ""
+    # APPOINTMENT: the caller's matching appointments; CHANGE_PROPOSAL: the proposal stored.
+    appointments: tuple[Appointment, ...] = ()
+    proposal: Proposal | None = None
     # Evidence (the trace record only): the retrieved set as searched, what generation was
     # offered, every claim of every attempt, the citation set, the validation reasons.
     retrieval: SearchResult | None = None

@@ -20,6 +20,9 @@ class PartKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PART_KIND_PROVIDER_DESCRIPTION: _ClassVar[PartKind]
     PART_KIND_CLINICAL_BOUNDARY: _ClassVar[PartKind]
     PART_KIND_OTHER_POLICY: _ClassVar[PartKind]
+    PART_KIND_APPOINTMENT: _ClassVar[PartKind]
+    PART_KIND_CHANGE_PROPOSAL: _ClassVar[PartKind]
+    PART_KIND_CONTACT_DETAILS: _ClassVar[PartKind]
 PART_KIND_UNSPECIFIED: PartKind
 PART_KIND_LIVE_SLOT: PartKind
 PART_KIND_ARRIVAL_PREPARATION: PartKind
@@ -27,6 +30,9 @@ PART_KIND_CANCELLATION_RESCHEDULING: PartKind
 PART_KIND_PROVIDER_DESCRIPTION: PartKind
 PART_KIND_CLINICAL_BOUNDARY: PartKind
 PART_KIND_OTHER_POLICY: PartKind
+PART_KIND_APPOINTMENT: PartKind
+PART_KIND_CHANGE_PROPOSAL: PartKind
+PART_KIND_CONTACT_DETAILS: PartKind
 
 class Entity(_message.Message):
     __slots__ = ("kind", "surface", "value", "confidence", "explanation")

@@ -1,5 +1,6 @@
 import datetime
 
+from citetrace.common.v1 import appointments_pb2 as _appointments_pb2
 from citetrace.common.v1 import common_pb2 as _common_pb2
 from citetrace.common.v1 import route_pb2 as _route_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -58,7 +59,7 @@ class ConflictingSource(_message.Message):
     def __init__(self, citation: _Optional[_Union[_common_pb2.Citation, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
 
 class AnswerPart(_message.Message):
-    __slots__ = ("part_id", "kind", "outcome", "answer_text", "claims", "withheld", "slots", "slots_as_of", "next_action", "clarification_question", "conflicts", "policy_link")
+    __slots__ = ("part_id", "kind", "outcome", "answer_text", "claims", "withheld", "slots", "slots_as_of", "next_action", "clarification_question", "conflicts", "policy_link", "appointments", "proposal")
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +72,8 @@ class AnswerPart(_message.Message):
     CLARIFICATION_QUESTION_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_FIELD_NUMBER: _ClassVar[int]
     POLICY_LINK_FIELD_NUMBER: _ClassVar[int]
+    APPOINTMENTS_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_FIELD_NUMBER: _ClassVar[int]
     part_id: str
     kind: _route_pb2.PartKind
     outcome: _common_pb2.PartOutcome
@@ -83,20 +86,24 @@ class AnswerPart(_message.Message):
     clarification_question: str
     conflicts: _containers.RepeatedCompositeFieldContainer[ConflictingSource]
     policy_link: str
-    def __init__(self, part_id: _Optional[str] = ..., kind: _Optional[_Union[_route_pb2.PartKind, str]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., answer_text: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[AnsweredClaim, _Mapping]]] = ..., withheld: _Optional[_Iterable[_Union[WithheldClaim, _Mapping]]] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., slots_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., clarification_question: _Optional[str] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingSource, _Mapping]]] = ..., policy_link: _Optional[str] = ...) -> None: ...
+    appointments: _containers.RepeatedCompositeFieldContainer[_appointments_pb2.Appointment]
+    proposal: _appointments_pb2.Proposal
+    def __init__(self, part_id: _Optional[str] = ..., kind: _Optional[_Union[_route_pb2.PartKind, str]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., answer_text: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[AnsweredClaim, _Mapping]]] = ..., withheld: _Optional[_Iterable[_Union[WithheldClaim, _Mapping]]] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., slots_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., clarification_question: _Optional[str] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingSource, _Mapping]]] = ..., policy_link: _Optional[str] = ..., appointments: _Optional[_Iterable[_Union[_appointments_pb2.Appointment, _Mapping]]] = ..., proposal: _Optional[_Union[_appointments_pb2.Proposal, _Mapping]] = ...) -> None: ...
 
 class AskResponse(_message.Message):
-    __slots__ = ("trace_id", "parts", "next_action", "route", "trace_delivered", "conversation_id")
+    __slots__ = ("trace_id", "parts", "next_action", "route", "trace_delivered", "conversation_id", "proposal_ids")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_ACTION_FIELD_NUMBER: _ClassVar[int]
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     TRACE_DELIVERED_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_IDS_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
     parts: _containers.RepeatedCompositeFieldContainer[AnswerPart]
     next_action: _common_pb2.NextAction
     route: _route_pb2.RouteDecision
     trace_delivered: bool
     conversation_id: str
-    def __init__(self, trace_id: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[AnswerPart, _Mapping]]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., trace_delivered: _Optional[bool] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+    proposal_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, trace_id: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[AnswerPart, _Mapping]]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., trace_delivered: _Optional[bool] = ..., conversation_id: _Optional[str] = ..., proposal_ids: _Optional[_Iterable[str]] = ...) -> None: ...

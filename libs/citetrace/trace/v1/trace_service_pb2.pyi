@@ -107,7 +107,7 @@ class ClaimRecord(_message.Message):
     def __init__(self, claim: _Optional[_Union[_common_pb2.Claim, _Mapping]] = ..., validation: _Optional[_Union[_citation_validator_service_pb2.ClaimValidation, _Mapping]] = ..., attempt: _Optional[int] = ..., shown: _Optional[bool] = ...) -> None: ...
 
 class PartRecord(_message.Message):
-    __slots__ = ("part_id", "kind", "intent", "retrieval", "generation", "claims", "citations", "reasons", "slots", "slots_as_of", "outcome", "next_action", "answer_text", "source_policy_version", "error")
+    __slots__ = ("part_id", "kind", "intent", "retrieval", "generation", "claims", "citations", "reasons", "slots", "slots_as_of", "outcome", "next_action", "answer_text", "source_policy_version", "error", "appointments", "proposal")
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +123,8 @@ class PartRecord(_message.Message):
     ANSWER_TEXT_FIELD_NUMBER: _ClassVar[int]
     SOURCE_POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    APPOINTMENTS_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_FIELD_NUMBER: _ClassVar[int]
     part_id: str
     kind: _route_pb2.PartKind
     intent: _common_pb2.Intent
@@ -138,7 +140,9 @@ class PartRecord(_message.Message):
     answer_text: str
     source_policy_version: str
     error: str
-    def __init__(self, part_id: _Optional[str] = ..., kind: _Optional[_Union[_route_pb2.PartKind, str]] = ..., intent: _Optional[_Union[_common_pb2.Intent, str]] = ..., retrieval: _Optional[_Union[RetrievalRecord, _Mapping]] = ..., generation: _Optional[_Union[GenerationRecord, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., citations: _Optional[_Iterable[_Union[_common_pb2.Citation, _Mapping]]] = ..., reasons: _Optional[_Iterable[_Union[_common_pb2.FailureReason, str]]] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., slots_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., answer_text: _Optional[str] = ..., source_policy_version: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    appointments: _containers.RepeatedCompositeFieldContainer[_appointments_pb2.Appointment]
+    proposal: _appointments_pb2.Proposal
+    def __init__(self, part_id: _Optional[str] = ..., kind: _Optional[_Union[_route_pb2.PartKind, str]] = ..., intent: _Optional[_Union[_common_pb2.Intent, str]] = ..., retrieval: _Optional[_Union[RetrievalRecord, _Mapping]] = ..., generation: _Optional[_Union[GenerationRecord, _Mapping]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., citations: _Optional[_Iterable[_Union[_common_pb2.Citation, _Mapping]]] = ..., reasons: _Optional[_Iterable[_Union[_common_pb2.FailureReason, str]]] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., slots_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., answer_text: _Optional[str] = ..., source_policy_version: _Optional[str] = ..., error: _Optional[str] = ..., appointments: _Optional[_Iterable[_Union[_appointments_pb2.Appointment, _Mapping]]] = ..., proposal: _Optional[_Union[_appointments_pb2.Proposal, _Mapping]] = ...) -> None: ...
 
 class CorpusSnapshot(_message.Message):
     __slots__ = ("backend", "index_generation", "version_ids")
