@@ -216,13 +216,3 @@ def resolve(question: str, locations: list[LocationInfo], *, location_id: str = 
         return Resolution("resolved", locations[0], (locations[0],), "only", "",
                           "no clinic named; the only location permitted to the caller")
     return Resolution("none", explanation="no clinic named")
-
-
-def join_names(locations: Iterable[LocationInfo]) -> str:
-    names = sorted(loc.display_name for loc in locations)
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def clarification(candidates: Iterable[LocationInfo]) -> str:
-    """The one question every clinic-dependent part asks."""
-    return f"Which clinic do you mean: {join_names(candidates)}?"
