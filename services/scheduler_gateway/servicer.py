@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from citetrace.kit.context import current_principal
-from citetrace.kit.errors import InvalidArgument, Unimplemented
+from citetrace.kit.errors import Unimplemented
 from citetrace.kit.timestamps import field_time, to_timestamp
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
@@ -30,6 +30,13 @@ from services.scheduler_gateway.domain import (
 from services.scheduler_gateway.workflow import ProposeInput, WorkflowCore
 
 log = logging.getLogger("citetrace.scheduler_gateway")
+
+# Enum numbers -> domain names. A number this build does not know is passed on as its number, which
+# the workflow core refuses by name (UNKNOWN_APPOINTMENT_STATUS, UNKNOWN_PROPOSAL_STATUS): every check
+# of a request's content is the core's.
+_APPOINTMENT_STATUS_NAME = inverse(APPOINTMENT_STATUS)
+_PROPOSAL_STATUS_NAME = inverse(PROPOSAL_STATUS)
+_CHANGE_KIND_NAME = inverse(CHANGE_KIND)
 
 
 class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
@@ -105,9 +112,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
     # -- appointments and proposals --------------------------------------------------------------
 
     def ListAppointments(self, request, context):
-        statuses = [inverse(APPOINTMENT_STATUS).get(v) for v in request.statuses]
-        if None in statuses:
-            raise InvalidArgument("UNKNOWN_APPOINTMENT_STATUS", "statuses holds an unknown value", field="statuses")
+        statuses = [_APPOINTMENT_STATUS_NAME.get(v, str(v)) for v in request.statuses]
         page = self._workflow().list_appointments(
             current_principal(), request.patient_ref, statuses, request.include_past, request.specialty,
             request.page_size, request.page_token)
@@ -121,7 +126,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
         return pb.GetAppointmentResponse(appointment=appointment_to_proto(found, to_timestamp(self._workflow().clock())))
 
     def ProposeChange(self, request, context):
-        kind = inverse(CHANGE_KIND).get(request.kind, "")
+        kind = _CHANGE_KIND_NAME.get(request.kind, "")
         record = self._workflow().propose(current_principal(), ProposeInput(
             kind=kind, appointment_id=request.appointment_id,
             expected_appointment_version=request.expected_appointment_version,
@@ -136,9 +141,7 @@ class SchedulerGatewayServicer(pb_grpc.SchedulerGatewayServiceServicer):
             self._workflow().get_proposal(current_principal(), request.proposal_id)))
 
     def ListProposals(self, request, context):
-        statuses = [inverse(PROPOSAL_STATUS).get(v) for v in request.statuses]
-        if None in statuses:
-            raise InvalidArgument("UNKNOWN_PROPOSAL_STATUS", "statuses holds an unknown value", field="statuses")
+        statuses = [_PROPOSAL_STATUS_NAME.get(v, str(v)) for v in request.statuses]
         page = self._workflow().list_proposals(current_principal(), statuses, request.review_required_only,
                                                request.patient_ref, request.page_size, request.page_token)
         return pb.ListProposalsResponse(proposals=[proposal_to_proto(p) for p in page.items],

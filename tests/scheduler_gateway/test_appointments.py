@@ -187,3 +187,21 @@ def test_schema_1_databases_are_migrated_in_place(db_url):
         assert schema.ensure_schema(engine) == 2  # idempotent
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize(("call", "reason"), [
+    (lambda stub, md: stub.ListAppointments(pb.ListAppointmentsRequest(statuses=[ap.APPOINTMENT_STATUS_BOOKED, 99]),
+                                            timeout=TIMEOUT, metadata=md), "UNKNOWN_APPOINTMENT_STATUS"),
+    (lambda stub, md: stub.ListProposals(pb.ListProposalsRequest(statuses=[ap.PROPOSAL_STATUS_PENDING, 99]),
+                                         timeout=TIMEOUT, metadata=md), "UNKNOWN_PROPOSAL_STATUS"),
+])
+def test_a_status_number_this_build_does_not_know_is_refused_by_name(auth, sqlite_url, call, reason):
+    """The servicer passes the number on; the workflow core (the one place that checks a request's
+    content) refuses it, naming the field and the value."""
+    with workflow_gateway(auth, sqlite_url) as (stub, _):
+        with pytest.raises(grpc.RpcError) as caught:
+            call(stub, staff(auth))
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        info = error_info(caught.value)
+        assert (info.reason, info.metadata["field"]) == (reason, "statuses")
+        assert "'99'" in caught.value.details()
