@@ -109,7 +109,7 @@ _POLARITY_SPLIT = re.compile(
 
 def content(text: str) -> list[str]:
     """Stemmed content words in order; negation and qualifier words are kept (they change a rule)."""
-    return [_stem_word(t) for t in tokens(text) if t not in STOPWORDS and not (len(t) == 1 and t.isalpha())]
+    return [stem_word(t) for t in tokens(text) if t not in STOPWORDS and not (len(t) == 1 and t.isalpha())]
 
 
 _NUMBER_WORDS = {
@@ -124,7 +124,8 @@ _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixt
 
 
 @functools.lru_cache(maxsize=65536)
-def _stem_word(token: str) -> str:
+def stem_word(token: str) -> str:
+    """A token's stem, a number word as its digits ("two" -> "2"; "half" stays a word)."""
     if token in _NUMBER_WORDS and token not in {"half"}:
         value = _NUMBER_WORDS[token]
         return str(int(value))

@@ -97,7 +97,7 @@ def _merge_hyphens(words):
 def _in_stems(word: str, stems: set[str]) -> bool:
     """The word (every part of a hyphenated one: "pre-registration") among the stems."""
     parts = [p for p in re.split(r"[-‐–]", fold(word)) if p and p not in STOPWORDS]  # "follow-up": "follow"
-    return bool(parts) and all(stem(p) in stems or checks._stem_word(p) in stems for p in parts)
+    return bool(parts) and all(stem(p) in stems or checks.stem_word(p) in stems for p in parts)
 
 
 def _content(word: str) -> bool:
@@ -141,7 +141,7 @@ class FeatureExtractor:
         vectors = np.stack([w[3] for w in words]) if words else np.zeros((1, evidence_vectors.shape[1]))
         sims = (vectors @ evidence_vectors.T).max(axis=1)
         idf = np.array([self.idf.idf(stem(fold(w[0]))) for w in words]) if words else np.ones(1)
-        lexical = np.array([1.0 if (stem(fold(w[0])) in evidence_stems or checks._stem_word(fold(w[0])) in
+        lexical = np.array([1.0 if (stem(fold(w[0])) in evidence_stems or checks.stem_word(fold(w[0])) in
                                     evidence_stems or (w[0][:1].isupper() and checks.name_supported(w[0], names)))
                             else 0.0 for w in words]) if words else np.zeros(1)
         match = np.maximum(sims, lexical)
