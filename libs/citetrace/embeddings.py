@@ -206,6 +206,13 @@ class Embedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """The token IDs the model is given for one batch of texts: truncated to max_tokens and
+        padded to the longest text of the batch."""
+        if self._session is None:
+            self.warm_up()
+        return [e.ids for e in self._tokenizer.encode_batch(texts)]
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         hidden, mask, _ = self._run(texts)
         return _mean_pool_normalise(hidden, mask)

@@ -58,6 +58,9 @@ class ShufflingOrchestrator(pb_grpc.OrchestratorServiceServicer):
         self.original: list[pb.AskResponse] = []
         self.shuffled: list[pb.AskResponse] = []
 
+    def close(self) -> None:
+        self._channel.close()
+
     def Ask(self, request, context):
         metadata = [(k, v) for k, v in context.invocation_metadata() if k == "authorization"]
         try:
@@ -82,4 +85,4 @@ def shuffling_orchestrator(target: str) -> Iterator[tuple[str, ShufflingOrchestr
         yield f"127.0.0.1:{port}", servicer
     finally:
         server.stop(0.5).wait()
-        servicer._channel.close()
+        servicer.close()

@@ -225,7 +225,7 @@ def test_dead_rows_are_compacted_and_results_stay_the_same():
             for tenant in ("t1", "t2"):
                 index.remove_version(tenant, version)
         index.upsert(corpus)
-    assert len(index._row_pid) < 2 * len(corpus)  # compacted instead of growing to 3x
+    assert index.row_count() < 2 * len(corpus)  # compacted instead of growing to 3x
     assert index.count() == fresh.count() == len(corpus)
     assert index.generation() == fresh.generation()
     rng, nrng = random.Random(5), np.random.default_rng(5)

@@ -88,8 +88,8 @@ def test_similar_sentences_are_closer_than_unrelated_ones(embedder):
 
 @pytest.mark.slow
 def test_truncation_is_256_tokens_not_the_files_128(embedder):
-    encoding = embedder._tokenizer.encode(" ".join(LONG_WORDS))
-    assert len(encoding.ids) == 256
+    (ids,) = embedder.token_ids([" ".join(LONG_WORDS)])
+    assert len(ids) == 256
     base = embedder.embed_one(" ".join(LONG_WORDS))
     changed_at_150 = LONG_WORDS[:]
     changed_at_150[50] = "hospital"  # word 50 is beyond token 128 but within 256
@@ -101,8 +101,8 @@ def test_truncation_is_256_tokens_not_the_files_128(embedder):
 
 @pytest.mark.slow
 def test_padding_is_to_the_longest_text_in_the_batch(embedder):
-    encodings = embedder._tokenizer.encode_batch(["short", "a slightly longer text here"])
-    assert len(encodings[0].ids) == len(encodings[1].ids) < 128
+    short, longer = embedder.token_ids(["short", "a slightly longer text here"])
+    assert len(short) == len(longer) < 128
 
 
 class CountingEmbedder:

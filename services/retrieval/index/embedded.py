@@ -195,6 +195,11 @@ class EmbeddedIndex(FusedSearch):
     def count(self) -> int:
         return self._snapshot.n_docs
 
+    def row_count(self) -> int:
+        """Rows held, live and dead (a replaced or removed passage leaves a dead row until the rows
+        are compacted, once the dead outnumber the live)."""
+        return len(self._row_pid)
+
     @property
     def bm25(self) -> BM25Settings:
         return self._snapshot.bm25

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
-from citetrace.kit.metrics import RETRIEVAL_EMPTY
 from citetrace.kit.telemetry import add_span_processor, setup_tracing
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import REGISTRY
 
 from .conftest import T2024, T2025, failure
 
@@ -119,10 +119,10 @@ def test_intents_and_locale_narrow_inside_the_query(svc, world):
 
 
 def test_an_empty_result_is_an_answer_and_counts_in_the_metric(svc, world):
-    before = RETRIEVAL_EMPTY._value.get()
+    before = REGISTRY.get_sample_value("citetrace_retrieval_empty_total") or 0.0
     reply = svc.search("scope-a", Q, k=5, intents=("provider_information",))
     assert list(reply.hits) == []
-    assert RETRIEVAL_EMPTY._value.get() == before + 1
+    assert REGISTRY.get_sample_value("citetrace_retrieval_empty_total") == before + 1
 
 
 def test_hits_carry_labels_scores_ranks_and_the_settings_used(svc, world):
