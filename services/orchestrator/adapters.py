@@ -12,7 +12,7 @@ from typing import Any
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as cv_grpc
 from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc
-from citetrace.kit.auth import AuthSettings
+from citetrace.kit.auth import AuthSettings, Principal, delegated_token
 from citetrace.kit.clients import invoke, stub
 from citetrace.kit.trace_client import TraceClient
 from citetrace.outbox import TraceOutbox, trace_deliverer
@@ -57,8 +57,29 @@ class SchedulerClient(_Client):
                             sched_pb.ListLocationsRequest(page_size=100, page_token=page_token), timeout)
         return [codec.location_from_pb(loc) for loc in page.locations], page.next_page_token
 
+    def __init__(self, service_stub: Any, auth: AuthSettings | None = None) -> None:
+        super().__init__(service_stub)
+        self._auth = auth
+
+    @classmethod
+    def of_target(cls, target: str, auth: AuthSettings | None = None):
+        return cls(stub(cls.stub_class, target), auth)
+
     def find_slots(self, query: m.SlotQuery, timeout: float) -> m.SlotResult:
         return codec.slots_from_pb(self._invoke(self._stub.FindSlots, codec.find_slots_pb(query), timeout))
+
+    def list_appointments(self, query: m.AppointmentQuery, timeout: float) -> m.AppointmentList:
+        request = sched_pb.ListAppointmentsRequest(specialty=query.specialty, page_size=query.page_size)
+        return codec.appointments_from_pb(self._invoke(self._stub.ListAppointments, request, timeout))
+
+    def propose_change(self, request: m.ProposalRequest, principal: Principal, timeout: float) -> m.Proposal:
+        """The gateway stores proposals only from staff or from the assistant acting for the user:
+        the call carries a short-lived token delegated to the orchestrator (RFC 8693 `act`) with the
+        caller's own tenant, roles, locations and patient. Without signing keys the caller's token
+        is forwarded as it is (and the gateway refuses a patient's)."""
+        token = delegated_token(self._auth, principal, "orchestrator") if self._auth is not None else None
+        reply = self._invoke(self._stub.ProposeChange, codec.propose_pb(request), timeout, token=token)
+        return codec.proposal_from_pb(reply.proposal)
 
 
 class RetrievalClient(_Client):

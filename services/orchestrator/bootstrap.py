@@ -21,6 +21,9 @@ from services.orchestrator.assembler import ProtoAssembler
 from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.core.ask import AskSettings, Orchestrator
 from services.orchestrator.core.calls import CallPolicy
+from services.orchestrator.core.change import AppointmentPart, ChangePlanner, ContactPart, ProposalPart
+from services.orchestrator.core.change_requests import detect as detect_change
+from services.orchestrator.core.consequences import Vocabulary
 from services.orchestrator.core.grounding import GroundedAnswerer
 from services.orchestrator.core.locations import LocationDirectory
 from services.orchestrator.core.model import PartKind
@@ -60,9 +63,9 @@ class Downstream:
     validator: Validator
 
 
-def grpc_downstream(settings: Settings) -> Downstream:
+def grpc_downstream(settings: Settings, auth: AuthSettings | None = None) -> Downstream:
     return Downstream(
-        adapters.SchedulerClient.of_target(settings.scheduler_gateway_target),
+        adapters.SchedulerClient.of_target(settings.scheduler_gateway_target, auth),
         adapters.RetrievalClient.of_target(settings.retrieval_target),
         adapters.GenerationClient.of_target(settings.generation_target),
         adapters.ValidatorClient.of_target(settings.citation_validator_target))
@@ -89,8 +92,12 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
                                 max_chars=settings.context_max_chars, max_regenerations=settings.max_regenerations)
     policy = PolicyPart(downstream.retrieval, answerer, lexicon,
                         PolicySettings(search_k=settings.search_k, conflict_top_n=settings.conflict_top_n))
+    vocabulary = Vocabulary(lexicon.appointment_types, lexicon.specialties)
     handlers = PartHandlers({PartKind.LIVE_SLOT: SlotPart(downstream.scheduler, SlotSettings(settings.slot_page_size)),
-                             **{kind: policy for kind in POLICY_KINDS}})
+                             **{kind: policy for kind in POLICY_KINDS},
+                             PartKind.APPOINTMENT: AppointmentPart(downstream.scheduler),
+                             PartKind.CHANGE_PROPOSAL: ProposalPart(downstream.scheduler, vocabulary),
+                             PartKind.CONTACT_DETAILS: ContactPart()})
     return Orchestrator(
         RoutingStage(LearnedScopeGate(understanding(settings, lexicon)), LexiconRouter(lexicon, settings.slot_horizon_days)),
         LocationDirectory(downstream.scheduler, settings.locations_cache_seconds), handlers, ProtoAssembler(),
@@ -99,7 +106,8 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
                     trace_reserve_seconds=settings.trace_reserve_seconds, max_workers=settings.part_workers,
                     max_question_chars=settings.max_question_chars),
         CallPolicy(call_timeout_seconds=settings.call_timeout_seconds),
-        ConversationStore(settings.conversations_url(), settings.conversation_ttl_seconds))
+        ConversationStore(settings.conversations_url(), settings.conversation_ttl_seconds),
+        ChangePlanner(detect_change, settings.slot_horizon_days))
 
 
 def default_auth() -> AuthSettings | None:
@@ -112,7 +120,7 @@ def default_auth() -> AuthSettings | None:
 def build_servicer(settings: Settings, auth: AuthSettings | None = None, *, downstream: Downstream | None = None,
                    trace_sink: DeliveringTraceSink | None = None) -> OrchestratorServicer:
     sink = trace_sink if trace_sink is not None else grpc_trace_sink(settings, auth)
-    core = build_core(settings, downstream or grpc_downstream(settings), sink)
+    core = build_core(settings, downstream or grpc_downstream(settings, auth), sink)
     return OrchestratorServicer(core, sink)
 
 

@@ -22,7 +22,9 @@ from citetrace.kit.errors import InvalidArgument, NotFound
 from citetrace.kit.metrics import ANSWERS
 from citetrace.kit.telemetry import current_trace_id, stage
 
+from services.orchestrator.core import change
 from services.orchestrator.core.calls import CallPolicy, Calls, Deadline
+from services.orchestrator.core.change import ChangePlanner
 from services.orchestrator.core.conversation import Pending, new_conversation_id
 from services.orchestrator.core.locations import LocationDirectory
 from services.orchestrator.core.model import (
@@ -71,7 +73,7 @@ class Orchestrator:
     def __init__(self, routing: RoutingStage, locations: LocationDirectory, handlers: PartHandlers,
                  assembler: Assembler, trace_sink: TraceSink, catalog: Catalog,
                  settings: AskSettings | None = None, call_policy: CallPolicy | None = None,
-                 conversations: Conversations | None = None) -> None:
+                 conversations: Conversations | None = None, changes: ChangePlanner | None = None) -> None:
         self.routing = routing
         self.locations = locations
         self.handlers = handlers
@@ -81,6 +83,7 @@ class Orchestrator:
         self.settings = settings or AskSettings()
         self.call_policy = call_policy or CallPolicy()
         self.conversations = conversations
+        self.changes = changes
         self._pool = ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix="orch-part")
 
     def warm_up(self) -> None:
@@ -207,25 +210,34 @@ class Orchestrator:
                                             lambda principal: self.locations.permitted(principal, calls))
             if bound:
                 route.explanations.append(bound[1])
+            if self.changes is not None:
+                self.changes.plan(route, request.as_of)
             route_span.set_attribute("citetrace.parts", len(route.parts))
             route_span.set_attribute("citetrace.in_scope", route.in_scope)
             calls.timings.append(StageTiming(SERVICE, "orchestrator.route",
                                              (time.perf_counter() - route_started) * 1000.0))
         result.route = route
-        futures = []
-        for plan in route.parts:
-            ctx = PartContext(request, route, wording, calls.for_part())
-            futures.append(self._pool.submit(contextvars.copy_context().run, self._run_part, plan, ctx))
-        for plan, future in zip(route.parts, futures, strict=True):
-            try:
-                part = future.result(timeout=max(calls.deadline.remaining(), 0.0) + 1.0)
-            except Exception as exc:  # a bug or a hung part: that part fails visibly, the others stand
-                log.exception("part %s failed", plan.part_id)
-                part = PartResult(plan.part_id, plan.kind, plan.intent, error=f"{type(exc).__name__}: {exc}").settle(
-                    Outcome.SOURCE_UNAVAILABLE, wording.say("part_failed"), NextAction.RETRY_LATER)
-            result.parts.append(part)
-            calls.timings.extend(part.timings)
-            ANSWERS.labels(outcome=str(part.outcome)).inc()
+        answered: dict[str, PartResult] = {}
+        for number, stage_plans in enumerate(stages(route.parts)):
+            if number == 1 and answered:
+                change.rebase(route, tuple(answered.values()), request.as_of)
+            earlier = tuple(answered.values())
+            futures = []
+            for plan in stage_plans:
+                ctx = PartContext(request, route, wording, calls.for_part(), earlier, result.trace_id)
+                futures.append(self._pool.submit(contextvars.copy_context().run, self._run_part, plan, ctx))
+            for plan, future in zip(stage_plans, futures, strict=True):
+                try:
+                    part = future.result(timeout=max(calls.deadline.remaining(), 0.0) + 1.0)
+                except Exception as exc:  # a bug or a hung part: that part fails visibly, the others stand
+                    log.exception("part %s failed", plan.part_id)
+                    part = PartResult(plan.part_id, plan.kind, plan.intent,
+                                      error=f"{type(exc).__name__}: {exc}").settle(
+                        Outcome.SOURCE_UNAVAILABLE, wording.say("part_failed"), NextAction.RETRY_LATER)
+                answered[plan.part_id] = part
+                calls.timings.extend(part.timings)
+                ANSWERS.labels(outcome=str(part.outcome)).inc()
+        result.parts.extend(answered[plan.part_id] for plan in route.parts)
         result.next_action = overall_action([p.next_action for p in result.parts])
         result.outcome = overall_outcome([p.outcome for p in result.parts])
         result.corpus, result.source_policy_version = summarize(result.parts)
@@ -234,6 +246,15 @@ class Orchestrator:
     def _run_part(self, plan: PartPlan, ctx: PartContext) -> PartResult:
         out = PartResult(plan.part_id, plan.kind, plan.intent, timings=ctx.calls.timings)
         return self.handlers.for_plan(plan).answer(plan, ctx, out)
+
+
+def stages(plans: list[PartPlan]) -> list[list[PartPlan]]:
+    """Parts answered together: a change question's APPOINTMENT parts first, its CHANGE_PROPOSAL
+    parts last (they read the earlier parts), everything else concurrently in between."""
+    first = [p for p in plans if p.kind in change.FIRST_STAGE]
+    last = [p for p in plans if p.kind in change.LAST_STAGE]
+    middle = [p for p in plans if p.kind not in change.FIRST_STAGE | change.LAST_STAGE]
+    return [group for group in (first, middle, last) if group]
 
 
 def pending_of(route: Any, parts: list[PartResult], locale: str) -> Pending:

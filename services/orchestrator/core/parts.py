@@ -41,6 +41,10 @@ class PartContext:
     route: Route
     wording: Wording
     calls: Calls
+    # The parts of earlier stages (a change question: the appointment before the slots and terms,
+    # all of them before the proposal; core/change.py) and the Ask's trace ID.
+    earlier: tuple[PartResult, ...] = ()
+    trace_id: str = ""
 
 
 class PartHandler(Protocol):

@@ -8,11 +8,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from citetrace.kit.auth import Principal
+
 from services.orchestrator.core.clinics import LocationInfo
 from services.orchestrator.core.model import (
+    AppointmentList,
+    AppointmentQuery,
     AskResult,
     GenerationRequest,
     GenerationResult,
+    Proposal,
+    ProposalRequest,
     SearchQuery,
     SearchResult,
     SlotQuery,
@@ -29,6 +35,14 @@ class Scheduler(Protocol):
         ...
 
     def find_slots(self, query: SlotQuery, timeout: float) -> SlotResult: ...
+
+    def list_appointments(self, query: AppointmentQuery, timeout: float) -> AppointmentList:
+        """The caller's own appointments (the gateway takes the patient from the forwarded token)."""
+        ...
+
+    def propose_change(self, request: ProposalRequest, principal: Principal, timeout: float) -> Proposal:
+        """ProposeChange acting for `principal` (a delegated token naming the orchestrator)."""
+        ...
 
 
 class Retrieval(Protocol):

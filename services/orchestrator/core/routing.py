@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from citetrace.kit.auth import Principal
@@ -79,6 +79,9 @@ class Route:
     locations_known: bool = True
     # The caller's permitted locations the clinic was chosen from (empty: unknown).
     clinic_choices: tuple[LocationInfo, ...] = ()
+    # The change to the caller's own appointment or contact details the question asks for
+    # (core/change_requests.py ChangeRequest; None: none).
+    change: Any = None
 
     @property
     def in_scope(self) -> bool:
