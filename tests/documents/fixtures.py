@@ -30,6 +30,20 @@ def handbook_pdf() -> bytes:
     return b.build(labels=[LabelRange(1, "r"), LabelRange(3, None), LabelRange(4, "D", "A-")])
 
 
+def long_table_pdf() -> bytes:
+    """A fee table of 89 rows over three pages (F-1..F-3, tree and printed numbers agree), its
+    header repeated on each page: long enough that the rows continued on page 2 fall in a passage
+    of their own, which does not begin with the header row."""
+    rows = [["Service", "Fee", "Notice"]] + [[f"Service {i}", f"{i * 10} USD", f"{24 + i} hours"] for i in range(1, 90)]
+    b = PdfBuilder()
+    b.page("F-1").heading("Late cancellation fees")
+    b.paragraph("A late cancellation is charged the fee of its service below.")
+    b.print_label(2, "F-2").print_label(3, "F-3")
+    b.table(rows)
+    assert b.page_count == 3, b.page_count
+    return b.build(labels=[LabelRange(1, "D", "F-")])
+
+
 def printed_numbers_pdf() -> bytes:
     """No page-label tree: pages print 1, 2, (nothing), 4, 9, 6 — the labels come from the page text,
     a page without a number has none, and 9 breaks the sequence."""

@@ -26,19 +26,20 @@ def stack(auth, tmp_path_factory, handbook_pdf):
     with service(auth, tmp_path_factory.mktemp("locators")) as retrieval:
         retrieval.ingest("handbook", handbook_pdf, filename="handbook.pdf")
         notes = retrieval.ingest("notes", fixtures.notes_and_tables_pdf(), filename="notes.pdf")
+        fees = retrieval.ingest("fees", fixtures.long_table_pdf(), filename="fees.pdf")
         settings = ValidatorSettings(port=0, metrics_port=-1, retrieval_target=retrieval.core_address)
         with serving(build_validator(settings), auth) as runner, grpc.insecure_channel(runner.address) as channel:
-            yield retrieval, cv_grpc.CitationValidatorServiceStub(channel), notes
+            yield retrieval, cv_grpc.CitationValidatorServiceStub(channel), notes, fees
 
 
-def validate(stack, passage: common_pb2.Passage, text: str = CLAIM):
-    retrieval, validator, _ = stack
+def validate(stack, passage: common_pb2.Passage, text: str = CLAIM, claim_type=common_pb2.CLAIM_TYPE_ARRIVAL_RULE,
+             intent=common_pb2.INTENT_ARRIVAL_PREPARATION):
+    retrieval, validator = stack[0], stack[1]
     offered = common_pb2.LabelledPassage(label="S1")
     offered.passage.CopyFrom(passage)
     request = cv_pb.ValidateRequest(
-        claims=[common_pb2.Claim(claim_id="c1", text=text, evidence_labels=["S1"],
-                                 claim_type=common_pb2.CLAIM_TYPE_ARRIVAL_RULE)],
-        offered=[offered], intent=common_pb2.INTENT_ARRIVAL_PREPARATION)
+        claims=[common_pb2.Claim(claim_id="c1", text=text, evidence_labels=["S1"], claim_type=claim_type)],
+        offered=[offered], intent=intent)
     return validator.Validate(request, timeout=20, metadata=retrieval.md(("patient",)))
 
 
@@ -78,7 +79,30 @@ def test_the_same_text_on_another_page_is_a_locator_mismatch(stack, field, value
 
 
 def test_a_passage_awaiting_review_is_not_evidence(stack):
-    retrieval, _, notes = stack
+    retrieval, _, notes, _ = stack
     pending = retrieval.get(notes.extraction.passages_needing_review).passages[0]
     response = validate(stack, pending, text="An orphan remark applies.")
     assert "PASSAGE_NEEDS_REVIEW" in reasons(response) and response.claims[0].withheld
+
+
+def test_a_table_row_cited_from_the_second_page_carries_its_header(stack):
+    """The row is on viewer page 2 (F-2), in a passage that begins after the table's first page, so
+    the header row is not in its text: it travels in the passage's context, and the citation of the
+    row passes the validator with the page of the row."""
+    retrieval, _, _, fees = stack
+    row = "| Service 60 | 600 USD | 84 hours |"
+    (passage,) = [p for p in retrieval.get([p.passage_id for p in fees.passages]).passages if row in p.text]
+    ident = passage.identity
+    offset = ident.start + passage.text.index(row)
+    (page_of_row,) = [p for p in fees.extraction.pages if p.start <= offset < p.end]
+    assert (page_of_row.viewer_page, page_of_row.page_label, page_of_row.verified) == (2, "F-2", True)
+    assert ident.page_start == 2 and (ident.page_label_start, ident.page_label_end) == ("F-2", f"F-{ident.page_end}")
+    assert "| Service | Fee | Notice |" not in passage.text, "the header repeated on page 2 is not copied in"
+    assert "table header: | Service | Fee | Notice |" in passage.heading_context
+    response = validate(stack, passage, text="The fee for Service 60 is 600 USD.",
+                        claim_type=common_pb2.CLAIM_TYPE_CANCELLATION_TERM,
+                        intent=common_pb2.INTENT_CANCELLATION_RESCHEDULING)
+    assert response.passed, response
+    citation = response.claims[0].citations[0]
+    assert (citation.page_start, citation.page_label_start) == (2, "F-2")
+    assert citation.link.endswith(f"#page=2&chars={ident.start}-{ident.end}")
