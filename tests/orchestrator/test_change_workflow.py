@@ -7,13 +7,12 @@ path: tests/orchestrator/test_change_inprocess.py and tests/e2e/test_reschedule.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import FailedPrecondition
+from citetrace.kit.errors import FailedPrecondition, Unavailable
 
 from services.orchestrator.bootstrap import Downstream, build_core
 from services.orchestrator.core import model as m
@@ -110,8 +109,17 @@ class Sink:
         return True
 
 
-def _core(appointments, text=FEE_TEXT, **scheduler):
-    ports = Downstream(Scheduler(appointments, **scheduler), Retrieval(text), Generation(text), Validator())
+class DownRetrieval(Retrieval):
+    def __init__(self):
+        super().__init__("")
+
+    def search(self, query, timeout):
+        raise Unavailable("DOWN", "retrieval is down")
+
+
+def _core(appointments, text=FEE_TEXT, retrieval=None, **scheduler):
+    ports = Downstream(Scheduler(appointments, **scheduler), retrieval or Retrieval(text), Generation(text),
+                       Validator())
     sink = Sink()
     return build_core(Settings(port=0, metrics_port=-1), ports, sink), ports, sink
 
@@ -191,7 +199,6 @@ def test_a_cited_review_rule_makes_the_change_a_review_task():
 def test_a_cancellation_has_no_slot_part_and_terms_that_cannot_be_verified_need_review():
     cardio = _appointment("appt-1", "cardiology", "acme-northside", "Northside Family Clinic", SOON)
     core, ports, _ = _core([cardio])
-    ports = dataclasses.replace(ports)
     answer = core.ask(AskRequest(PATIENT, "Please cancel my cardiology appointment", AS_OF)).response
     assert [r_pb.PartKind.Name(p.kind) for p in answer.parts] == \
         ["PART_KIND_APPOINTMENT", "PART_KIND_CANCELLATION_RESCHEDULING", "PART_KIND_CHANGE_PROPOSAL"]
@@ -199,13 +206,7 @@ def test_a_cancellation_has_no_slot_part_and_terms_that_cannot_be_verified_need_
     assert request.kind == m.ChangeKind.CANCEL and request.slots == ()
     assert answer.parts[-1].next_action == c_pb.NEXT_ACTION_CONFIRM_CHANGE
 
-    class Down:
-        def search(self, query, timeout):
-            from citetrace.kit.errors import Unavailable
-            raise Unavailable("DOWN", "retrieval is down")
-
-    core2, ports2, _ = _core([cardio])
-    core2.handlers._handlers[m.PartKind.CANCELLATION_RESCHEDULING].retrieval = Down()
+    core2, ports2, _ = _core([cardio], retrieval=DownRetrieval())
     answer2 = core2.ask(AskRequest(PATIENT, "Please cancel my cardiology appointment", AS_OF)).response
     assert answer2.parts[1].outcome == c_pb.PART_OUTCOME_SOURCE_UNAVAILABLE
     ((request2, _),) = ports2.scheduler.proposed
