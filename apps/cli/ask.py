@@ -1,5 +1,6 @@
 """citetrace ask "QUESTION": one question to the orchestrator of the local stack; prints each part's
 answer with numbered citation markers and the sources under it (document, version, anchor), the
+appointment and the proposal a change question prepared (its ID and how to confirm it), the
 trace ID, or with --json the response in protobuf's JSON mapping."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import argparse
 import sys
 
 import grpc
+from citetrace.common.v1 import appointments_pb2 as ap_pb
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.identity import page_locator
@@ -100,6 +102,21 @@ def render(response: pb.AskResponse) -> str:
             lines.append(f"  ({len(part.withheld)} claim(s) withheld: {', '.join(reasons) or 'not supported'})")
         if part.slots:
             lines.append(f"  {len(part.slots)} slot(s), as of {from_timestamp(part.slots_as_of):%Y-%m-%d %H:%M:%S} UTC")
+        for appointment in part.appointments:
+            lines.append(f"  appointment {appointment.appointment_id} (version {appointment.version}), "
+                         f"{appointment.specialty} at {appointment.location_name or appointment.location_id}, "
+                         f"{from_timestamp(appointment.start_time):%Y-%m-%d %H:%M} UTC")
+        if part.proposal.proposal_id:
+            proposal = part.proposal
+            for consequence in proposal.consequences:
+                marks = "".join(marker(c) for c in consequence.citations)
+                kind = _name(ap_pb.ConsequenceKind, consequence.kind, "CONSEQUENCE_KIND_")
+                lines.append(f"  {kind}: {consequence.text}{' ' + marks if marks else ''} ({consequence.explanation})")
+            if proposal.review_required:
+                lines.append(f"  proposal {proposal.proposal_id}: a staff review task (only staff may confirm it)")
+            else:
+                lines.append(f"  proposal {proposal.proposal_id}: confirm with `citetrace propose confirm "
+                             f"{proposal.proposal_id}` or reject with `citetrace propose reject {proposal.proposal_id}`")
         if part.clarification_question and part.clarification_question != part.answer_text:
             lines.append(f"  ? {part.clarification_question}")
         if part.policy_link:
@@ -120,6 +137,8 @@ def render(response: pb.AskResponse) -> str:
             lines.append(f"      {citation.link}")
     lines.append("")
     delivered = "recorded" if response.trace_delivered else "queued durably, delivered in the background"
+    for proposal_id in response.proposal_ids:
+        lines.append(f"proposal: {proposal_id}")
     if response.conversation_id:
         lines.append(f"conversation: {response.conversation_id} (continue with --conversation "
                      f"{response.conversation_id})")

@@ -246,3 +246,16 @@ def test_a_new_phone_number_starts_verification_and_is_stored_nowhere():
     assert response.next_action == c_pb.NEXT_ACTION_VERIFY_CONTACT_DETAILS
     assert "555-0199" not in response.parts[0].answer_text
     assert ports.scheduler.proposed == [] and ports.retrieval.queries == []
+
+
+def test_citetrace_ask_prints_the_proposal_id_and_how_to_confirm_it():
+    from apps.cli.ask import render
+
+    cardio = _appointment("appt-1", "cardiology", "acme-northside", "Northside Family Clinic", SOON)
+    core, _, _ = _core([cardio])
+    response = core.ask(AskRequest(PATIENT, "Can I move my cardiology appointment to tomorrow?", AS_OF)).response
+    text = render(response)
+    assert "appointment appt-1 (version 2), cardiology at Northside Family Clinic" in text
+    assert "FEE: If you reschedule or cancel with less than 24 hours notice, a $50 fee applies. [1]" in text
+    assert "proposal prop-1: confirm with `citetrace propose confirm prop-1`" in text
+    assert "\nproposal: prop-1\n" in text and text.splitlines()[-1].startswith("trace: ")
