@@ -60,7 +60,6 @@ from services.console.settings import Settings
 HERE = Path(__file__).resolve().parent
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 TRACE_ID = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
-FRESH_RECORD_PATIENCE_SECONDS = 3.0
 SESSION_COOKIE = "citetrace_console"
 
 
@@ -262,7 +261,7 @@ class Console:
         trace_id = request.path_params["trace_id"]
         if not TRACE_ID.match(trace_id):
             raise NotVisible("NOT_FOUND", "", "malformed trace ID")
-        patience = FRESH_RECORD_PATIENCE_SECONDS if request.query_params.get("fresh") == "1" else 0.0
+        patience = self.settings.fresh_record_patience_seconds if request.query_params.get("fresh") == "1" else 0.0
         deadline = time.monotonic() + patience
         while True:
             try:

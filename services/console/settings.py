@@ -42,6 +42,9 @@ class Settings(ServerSettings):
     # Deadline of one Ask (the orchestrator's own default is 15 s), and of every other call.
     ask_timeout_seconds: float = 20.0
     call_timeout_seconds: float = 5.0
+    # A receipt link from a fresh answer (?fresh=1) waits this long for the record, which the
+    # orchestrator's outbox delivers in the background (normally within milliseconds).
+    fresh_record_patience_seconds: float = 3.0
     # The evidence panel shows the cited span inside its section, cut to this many characters
     # of context on each side when the section is longer.
     panel_context_chars: int = 600
@@ -59,5 +62,6 @@ class Settings(ServerSettings):
         require(not self.public_url or self.public_url.startswith(("http://", "https://")),
                 "public_url must start with http:// or https://")
         require(self.ask_timeout_seconds > 0 and self.call_timeout_seconds > 0, "timeouts must be > 0")
+        require(0 <= self.fresh_record_patience_seconds <= 60, "fresh_record_patience_seconds must be in 0..60")
         require(self.panel_context_chars >= 0, "panel_context_chars must be >= 0")
         require(self.max_question_chars >= 1, "max_question_chars must be >= 1")

@@ -26,6 +26,20 @@ AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOTS = Path(os.environ.get("CITETRACE_SCREENSHOT_DIR", REPO / "build" / "screenshots"))
 SESSION_SECRET = "console-test-session-secret-0123456789abcdef"
 
+# The browser tests share 2 cores with everything else `make test` runs: under that load one Ask can
+# take far longer than the production deadlines allow (15 s per Ask, 5 s per downstream call), and an
+# Ask that runs out of time is answered "source unavailable", with no marker to click. The stack the
+# console tests start gets deadlines that only a hung service exceeds, so a slow machine makes the
+# tests slow, never changes what they see; the tests that are about a service being down set their
+# own short deadlines. Playwright waits a little longer than the console for an answer.
+ORCHESTRATOR_LOAD_TOLERANT = {"default_deadline_seconds": "90", "call_timeout_seconds": "45"}
+CONSOLE_LOAD_TOLERANT = {"ask_timeout_seconds": "100", "call_timeout_seconds": "30",
+                         "fresh_record_patience_seconds": "30"}
+ASK_DEADLINE_SECONDS = float(ORCHESTRATOR_LOAD_TOLERANT["default_deadline_seconds"])
+ANSWER_WAIT_MS = 120_000
+PAGE_WAIT_MS = 60_000
+ARRIVAL_Q = "When should I arrive for my appointment at Northside Family Clinic?"
+
 
 class Console:
     """One console process: its URL, and the stack behind it."""
@@ -51,7 +65,7 @@ def start_console(stack: Stack, data_dir: Path, **settings: str) -> Console:
     CITETRACE_CONSOLE_* values without the prefix."""
     targets = {f"{name}_target": stack.target(name)
                for name in ("orchestrator", "retrieval", "scheduler_gateway", "trace")}
-    return launch_console(stack.auth.hs256_secret, data_dir, **{**targets, **settings})
+    return launch_console(stack.auth.hs256_secret, data_dir, **{**CONSOLE_LOAD_TOLERANT, **targets, **settings})
 
 
 def launch_console(secret: str, data_dir: Path, **settings: str) -> Console:
@@ -83,9 +97,26 @@ def launch_console(secret: str, data_dir: Path, **settings: str) -> Console:
     raise RuntimeError(f"console on {url} did not become ready: {log.read_text()[-2000:]}")
 
 
+def load_tolerant_env() -> dict[str, str]:
+    """CITETRACE_* variables giving the services `citetrace up` starts the load-tolerant deadlines."""
+    env = {f"CITETRACE_ORCHESTRATOR_{k.upper()}": v for k, v in ORCHESTRATOR_LOAD_TOLERANT.items()}
+    env.update({f"CITETRACE_CONSOLE_{k.upper()}": v for k, v in CONSOLE_LOAD_TOLERANT.items()})
+    return env
+
+
+def warm(stack: Stack) -> None:
+    """One cited answer before the first browser test: the first Ask loads the models (question
+    encoder, support model) in each process, which under load can take most of a minute. A stack that
+    cannot answer the supported control fails here, with the outcome it gave."""
+    reply = stack.ask(ARRIVAL_Q, timeout=ASK_DEADLINE_SECONDS)
+    cited = [c for part in reply.parts for claim in part.claims for c in claim.citations]
+    assert cited, f"the warm-up question was not answered with citations: {reply}"
+
+
 @pytest.fixture(scope="session")
 def console_stack(tmp_path_factory) -> Iterator[Stack]:
-    with running_stack(tmp_path_factory.mktemp("console-stack")) as stack:
+    with running_stack(tmp_path_factory.mktemp("console-stack"), env=load_tolerant_env()) as stack:
+        warm(stack)
         yield stack
 
 
@@ -120,9 +151,17 @@ def chromium():
             browser.close()
 
 
+def new_context(chromium, **options):
+    """A browser context whose waits allow for a loaded machine (Playwright's default is 30 s)."""
+    context = chromium.new_context(**options)
+    context.set_default_timeout(PAGE_WAIT_MS)
+    context.set_default_navigation_timeout(ANSWER_WAIT_MS)
+    return context
+
+
 @pytest.fixture
 def browser_context(chromium):
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context = new_context(chromium, viewport={"width": 1280, "height": 900})
     try:
         yield context
     finally:

@@ -15,14 +15,17 @@ import urllib.parse
 import pytest
 from citetrace.identity import pinned_link
 
-from console.conftest import start_console
+from console.conftest import ASK_DEADLINE_SECONDS, ORCHESTRATOR_LOAD_TOLERANT, new_context, start_console
 from console.helpers import (
     ARRIVAL_Q,
     ask,
+    ask_cited,
     axe_serious,
     open_marker,
     passage_text,
     screenshot,
+    served_passage,
+    served_version,
     sign_in,
     sign_out,
     wait_panel,
@@ -54,9 +57,8 @@ def _version_ids(page) -> dict[str, str]:
 
 def test_marker_opens_the_exact_cited_span_of_the_pinned_version(console, console_stack, page):
     sign_in(page, console.url)
-    ask(page, ARRIVAL_Q)
+    first = ask_cited(page, ARRIVAL_Q).first
     assert page.locator("article.part[data-outcome=ANSWERED]").count() == 1
-    first = page.locator("section.answer a.marker").first
     name = first.get_attribute("aria-label")
     assert re.fullmatch(r"Source 1: .+, version [0-9a-f]{8}", name), name
     passage_id = first.get_attribute("data-passage-id")
@@ -72,6 +74,15 @@ def test_marker_opens_the_exact_cited_span_of_the_pinned_version(console, consol
     assert "Verified" in panel.locator("[data-field=digest]").inner_text()
     assert panel.locator("[data-field=status]").inner_text().startswith("approved")
     assert name.split(": ", 1)[1].startswith(panel.locator("#evidence-title").inner_text())
+    # The span inside its heading context, and the version's validity window, as retrieval has them.
+    served = served_passage(console_stack, passage_id)
+    assert served.heading_context and panel.locator(".heading-context").inner_text() == served.heading_context
+    assert expected in panel.locator(".context-text").inner_text()
+    version = served_version(console_stack, identity.version_id)
+    valid_from = version.valid_from.ToDatetime().strftime("%Y-%m-%d %H:%M UTC")
+    assert panel.locator("[data-field=validity]").inner_text() == (
+        f"from {valid_from}" + (f" until {version.valid_to.ToDatetime():%Y-%m-%d %H:%M UTC}"
+                                if version.HasField("valid_to") else ", open-ended"))
     screenshot(page, "console-ask-panel.png")
     # The full version page at the cited characters: whole text, the span highlighted and in view.
     link = panel.locator(".open-version a")
@@ -95,8 +106,7 @@ def test_marker_opens_the_exact_cited_span_of_the_pinned_version(console, consol
 
 def test_a_pdf_citation_shows_its_printed_and_viewer_page_and_opens_there(console, console_stack, page):
     sign_in(page, console.url)
-    ask(page, "Can I wear deodorant to my mammogram at Harbor Imaging Center?")
-    marker = page.locator("section.answer a.marker").first
+    marker = ask_cited(page, "Can I wear deodorant to my mammogram at Harbor Imaging Center?").first
     assert "p. H-1 (viewer page 3)" in marker.get_attribute("aria-label")
     href = marker.get_attribute("href")
     assert re.search(r"#page=3&chars=\d+-\d+$", href), href
@@ -114,11 +124,11 @@ def test_a_pdf_citation_shows_its_printed_and_viewer_page_and_opens_there(consol
 def test_reordered_evidence_each_marker_opens_its_own_passage(console_stack, chromium, tmp_path):
     with shuffling_orchestrator(console_stack.target("orchestrator")) as (target, shuffler):
         shuffled_console = start_console(console_stack, tmp_path, orchestrator_target=target)
-        context = chromium.new_context()
+        context = new_context(chromium)
         try:
             page = context.new_page()
             sign_in(page, shuffled_console.url)
-            ask(page, ARRIVAL_Q)
+            ask_cited(page, ARRIVAL_Q)
             original, shuffled = shuffler.original[-1], shuffler.shuffled[-1]
             positions = [(claim.claim_id, cit.passage_id) for part in original.parts for claim in part.claims
                          for cit in claim.citations]
@@ -149,12 +159,26 @@ def test_reordered_evidence_each_marker_opens_its_own_passage(console_stack, chr
             shuffled_console.stop()
 
 
+def test_the_optional_location_box_scopes_the_answer_to_that_location(console, page):
+    """The same question with each of two nearly identically named clinics chosen in the location
+    box (the question names neither): Northgate's answer cites Northgate's check-in rules, Northside's
+    answer never does, and the box keeps the choice."""
+    sign_in(page, console.url)
+    cited = {}
+    for location in ("acme-northgate", "acme-northside"):
+        ask_cited(page, "When should I arrive for my appointment?", location_id=location)
+        assert page.locator("#location_id").input_value() == location
+        cited[location] = {m["href"].split("/versions/")[0].removeprefix("/documents/") for m in _markers(page)}
+    assert "acme-northgate-checkin" in cited["acme-northgate"], cited
+    assert not any("northside" in d for d in cited["acme-northgate"]), cited
+    assert not any("northgate" in d for d in cited["acme-northside"]), cited
+
+
 # --- keyboard, focus and accessible names ------------------------------------------------------------
 
 def test_keyboard_only_tab_enter_escape_returns_focus_to_the_same_marker(console, page):
     sign_in(page, console.url)
-    ask(page, ARRIVAL_Q)
-    second = page.locator("section.answer a.marker").nth(1)
+    second = ask_cited(page, ARRIVAL_Q).nth(1)
     target = second.get_attribute("data-passage-id")
     page.locator("#answer-title").evaluate("e => { e.tabIndex = -1; e.focus(); }")
     for _ in range(40):
@@ -183,9 +207,9 @@ def test_keyboard_only_tab_enter_escape_returns_focus_to_the_same_marker(console
 
 def test_accessibility_scan_ask_page_panel_version_page_and_receipt(console, page):
     sign_in(page, console.url, roles=("patient", "reviewer"), user="a11y-reviewer")
-    ask(page, ARRIVAL_Q)
+    markers = ask_cited(page, ARRIVAL_Q)
     assert axe_serious(page) == [], "ask page with an answer"
-    open_marker(page, page.locator("section.answer a.marker").first)
+    open_marker(page, markers.first)
     assert axe_serious(page) == [], "open evidence panel"
     link = page.locator("#evidence-panel .open-version a").get_attribute("href")
     trace_id = page.locator("section.answer").get_attribute("data-trace-id")
@@ -234,7 +258,7 @@ def test_access_other_tenant_staff_only_and_another_users_receipt_are_the_same_4
     # A reviewer of acme asks: their answer's receipt exists.
     reviewer = browser_context.new_page()
     sign_in(reviewer, console.url, roles=("patient", "reviewer"), user="reviewer-1")
-    ask(reviewer, ARRIVAL_Q)
+    ask_cited(reviewer, ARRIVAL_Q)
     trace_id = reviewer.locator("section.answer").get_attribute("data-trace-id")
     reviewer.goto(f"{console.url}/traces/{trace_id}?fresh=1")
     question_text = reviewer.locator("blockquote.question").inner_text()
@@ -267,7 +291,7 @@ def test_access_other_tenant_staff_only_and_another_users_receipt_are_the_same_4
 
 def _staff_citation(stack) -> tuple[str, str]:
     """(passage ID, text) of a staff-only handbook passage, as a staff member's answer cites it."""
-    response = stack.ask(STAFF_Q, roles=("staff",))
+    response = stack.ask(STAFF_Q, roles=("staff",), timeout=ASK_DEADLINE_SECONDS)
     for part in response.parts:
         for claim in part.claims:
             for citation in claim.citations:
@@ -280,7 +304,7 @@ def test_reader_without_access_never_gets_the_passage_from_a_cached_page_or_an_e
         console, console_stack, browser_context):
     page = browser_context.new_page()
     sign_in(page, console.url, roles=("staff",), user="staff-1")
-    ask(page, STAFF_Q)
+    ask_cited(page, STAFF_Q)
     staff_markers = [m for m in _markers(page) if "acme-staff-overbooking" in m["href"]]
     assert staff_markers, "staff see the staff-only handbook cited"
     marker = page.locator(f"section.answer a.marker[data-passage-id='{staff_markers[0]['passage']}']").first
@@ -356,7 +380,7 @@ def test_superseded_version_opened_from_an_old_answer_shows_the_banner_and_the_o
     ingest = console_stack.cli("ingest", "--data-dir", str(console_stack.data_dir), str(old))
     assert ingest.returncode == 0, ingest.stdout + ingest.stderr
     sign_in(page, console.url, tenant="cedar-care", roles=("patient",), user="cedar-patient")
-    ask(page, "When should I arrive for allergy skin testing?")
+    ask_cited(page, "When should I arrive for allergy skin testing?")
     marker = page.locator(f"section.answer a.marker[href*='cedar-console-allergy-{run}']").first
     old_link = marker.get_attribute("href")
     open_marker(page, marker)
@@ -388,13 +412,12 @@ def test_superseded_version_opened_from_an_old_answer_shows_the_banner_and_the_o
 # --- mobile -----------------------------------------------------------------------------------------
 
 def test_mobile_viewport_panel_shows_title_version_and_source_class(console, chromium):
-    context = chromium.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
+    context = new_context(chromium, viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
     try:
         page = context.new_page()
         sign_in(page, console.url)
-        ask(page, ARRIVAL_Q)
+        marker = ask_cited(page, ARRIVAL_Q).first
         assert page.evaluate("document.documentElement.scrollWidth") <= 375, "no horizontal scrolling"
-        marker = page.locator("section.answer a.marker").first
         marker.scroll_into_view_if_needed()
         marker.tap()
         wait_panel(page)
@@ -451,7 +474,7 @@ def test_each_outcome_has_its_own_explanation_and_next_action(console, console_s
     generation = console_stack.start_service("generation", tmp_path / "gen", backend="test",
                                              test_fault="unsupported_addition", test_fault_attempts="0")
     orchestrator = console_stack.start_service("orchestrator", tmp_path / "orch", generation_target=generation,
-                                               max_regenerations="0")
+                                               max_regenerations="0", **ORCHESTRATOR_LOAD_TOLERANT)
     faulty = start_console(console_stack, tmp_path / "console", orchestrator_target=orchestrator)
     try:
         sign_out(page)
@@ -495,7 +518,7 @@ def test_source_unavailable_is_its_own_state_and_fabricates_nothing(console_stac
 
 def test_receipt_review_queue_and_chain_status(console, console_stack, page, tmp_path):
     sign_in(page, console.url, roles=("patient", "reviewer"), user="reviewer-7")
-    ask(page, ARRIVAL_Q)
+    ask_cited(page, ARRIVAL_Q)
     trace_id = page.locator("section.answer").get_attribute("data-trace-id")
     cited = {m["passage"] for m in _markers(page)}
     page.goto(f"{console.url}/traces/{trace_id}?fresh=1")
@@ -560,7 +583,7 @@ def test_receipt_review_queue_and_chain_status(console, console_stack, page, tmp
 def test_exports_keep_every_marker_and_pinned_link_and_the_json_receipt_matches_trace_export(
         console, console_stack, page, tmp_path):
     sign_in(page, console.url, roles=("patient", "auditor"), user="auditor-1")
-    ask(page, "Can I book cardiology at Northside tomorrow, and when should I arrive?")
+    ask_cited(page, "Can I book cardiology at Northside tomorrow, and when should I arrive?")
     trace_id = page.locator("section.answer").get_attribute("data-trace-id")
     markers = _markers(page)
     assert markers
@@ -598,7 +621,7 @@ def test_exports_keep_every_marker_and_pinned_link_and_the_json_receipt_matches_
     # A patient cannot read receipts: the answer's own JSON is offered instead, with the same markers.
     sign_out(page)
     sign_in(page, console.url, roles=("patient",))
-    ask(page, ARRIVAL_Q)
+    ask_cited(page, ARRIVAL_Q)
     with page.expect_download() as info:
         page.get_by_role("link", name="Download answer JSON").click()
     answer = json.loads(info.value.path().read_text())
@@ -612,7 +635,7 @@ def test_proxy_mode_takes_the_token_from_the_header_and_never_a_tenant_from_the_
                                                                                       tmp_path):
     proxy = start_console(console_stack, tmp_path, auth_mode="proxy", token_header="x-forwarded-access-token")
     try:
-        context = chromium.new_context()
+        context = new_context(chromium)
         page = context.new_page()
         response = page.goto(proxy.url + "/")
         assert response.status == 401 and "sign-in gateway" in page.content()
@@ -654,3 +677,56 @@ def test_sign_in_mints_the_development_token_for_the_chosen_tenant_and_roles(con
     page.goto(f"{console.url}/sign-in?next={next_path}")
     page.click("form.stack-form button[type=submit]")
     assert page.url == console.url + "/", "no open redirect"
+
+
+# --- the chain status is the signed-in tenant's, and a broken chain is shown as broken -------------------
+
+def test_chain_status_is_per_tenant_and_a_record_edited_behind_the_services_back_shows_broken(
+        console_stack, chromium, tmp_path):
+    """Its own trace service (its own SQLite store) behind its own orchestrator and console: two
+    answers of acme-health and one of borealis-clinics, then one acme record edited in the database.
+    The review queue of each tenant shows that tenant's chain: acme's broken at the edited record
+    (with a link to it), borealis's still intact."""
+    import sqlite3
+
+    trace_dir = tmp_path / "trace"
+    trace = console_stack.start_service("trace", trace_dir, database_url=f"sqlite:///{trace_dir / 'trace.db'}",
+                                        retrieval_target=console_stack.target("retrieval"))
+    orchestrator = console_stack.start_service("orchestrator", tmp_path / "orch", trace_target=trace,
+                                               trace_delivery="direct", **ORCHESTRATOR_LOAD_TOLERANT)
+    own = start_console(console_stack, tmp_path / "console", orchestrator_target=orchestrator, trace_target=trace)
+    context = new_context(chromium)
+    try:
+        answers = [console_stack.ask(question, tenant=tenant, target=orchestrator, timeout=ASK_DEADLINE_SECONDS)
+                   for tenant, question in (("acme-health", ARRIVAL_Q), ("acme-health", STAFF_Q),
+                                            ("borealis-clinics", "When should I arrive at Aurora?"))]
+        assert all(a.trace_delivered for a in answers), "each record stored before its answer (direct delivery)"
+        page = context.new_page()
+
+        def chain_of(tenant: str) -> tuple[str, str]:
+            sign_in(page, own.url, tenant=tenant, roles=("reviewer",), user=f"chain-{tenant}")
+            page.goto(own.url + "/reviews")
+            status = page.locator("[data-chain]")
+            result = status.get_attribute("data-chain"), status.inner_text()
+            sign_out(page)
+            return result
+
+        assert chain_of("acme-health") == ("ok", "Intact: 2 records checked, every hash link verified.")
+        assert chain_of("borealis-clinics") == ("ok", "Intact: 1 record checked, every hash link verified.")
+        edited = answers[1].trace_id
+        with sqlite3.connect(trace_dir / "trace.db") as db:
+            db.execute("DROP TRIGGER trace_records_no_update")
+            changed = db.execute("UPDATE trace_records SET outcome = outcome + 1 WHERE trace_id = ?", (edited,))
+            assert changed.rowcount == 1
+        assert chain_of("borealis-clinics") == ("ok", "Intact: 1 record checked, every hash link verified."), \
+            "another tenant's chain is not this tenant's"
+        sign_in(page, own.url, tenant="acme-health", roles=("reviewer",), user="chain-acme")
+        page.goto(own.url + "/reviews")
+        status = page.locator("[data-chain]")
+        assert status.get_attribute("data-chain") == "broken"
+        assert status.inner_text().startswith("Broken at record 2 ("), status.inner_text()
+        assert status.locator("a").get_attribute("href") == f"/traces/{edited}"
+        assert axe_serious(page) == [], "review queue with a broken chain"
+    finally:
+        context.close()
+        own.stop()

@@ -300,3 +300,25 @@ def test_paged_sources_show_printed_and_viewer_pages_in_markers_and_exports():
         part_id="p1", outcome=c.PART_OUTCOME_ANSWERED, claims=[pb.AnsweredClaim(claim_id="c1", text="x",
                                                                                citations=[cit])])]))
     assert "p. 3 (viewer page 9), characters 10-20" in to_markdown(answer, "q", "http://h")
+
+
+def test_the_readme_shows_a_screenshot_the_browser_tests_write_and_make_screenshots_refreshes():
+    """README's console images exist (PNG), each is a file a browser test writes, and the test that
+    writes it is one `make screenshots` runs."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    images = re.findall(r"!\[[^\]]+\]\((docs/screenshots/[^)\s]+)\)", (repo / "README.md").read_text())
+    assert "docs/screenshots/console-ask-panel.png" in images, images
+    source = (repo / "tests" / "console" / "test_browser.py").read_text()
+    writers = {}
+    for test in re.split(r"\ndef (?=test_)", source)[1:]:
+        for name in re.findall(r'screenshot\(page, "([^"]+)"', test):
+            writers[name] = test.split("(", 1)[0]
+    selection = re.search(r'-k "([^"]+)"', (repo / "deploy" / "make" / "console.mk").read_text()).group(1)
+    for image in images:
+        assert (repo / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", image
+        writer = writers.get(Path(image).name)
+        assert writer, f"no browser test writes {image}"
+        assert any(part.strip() in writer for part in selection.split(" or ")), (writer, selection)

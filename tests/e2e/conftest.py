@@ -57,9 +57,11 @@ def _free_offset() -> int:
     raise RuntimeError("no free port offset for the e2e stack")
 
 
-def citetrace(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def citetrace(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The CLI as a process; `env` adds variables to this process's environment (for `up`: settings
+    of the services it starts)."""
     return subprocess.run([sys.executable, "-m", "apps.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, env={**os.environ, **env} if env else None)
 
 
 @dataclasses.dataclass
@@ -79,10 +81,10 @@ class Stack:
         return mint_token(self.auth, tenant_id=tenant, subject=f"e2e-{tenant}", roles=roles, location_ids=locations)
 
     def ask(self, question: str, tenant: str = "acme-health", roles=("patient",), target: str | None = None,
-            locations=(), **fields) -> pb.AskResponse:
+            locations=(), timeout: float = 30, **fields) -> pb.AskResponse:
         with grpc.insecure_channel(target or self.target("orchestrator")) as channel:
             return pb_grpc.OrchestratorServiceStub(channel).Ask(
-                pb.AskRequest(question=question, **fields), timeout=30,
+                pb.AskRequest(question=question, **fields), timeout=timeout,
                 metadata=bearer_metadata(self.token(tenant, roles, locations)))
 
     def get_trace(self, trace_id: str, tenant: str = "acme-health",
@@ -136,12 +138,13 @@ class Stack:
 
 
 @contextlib.contextmanager
-def running_stack(data_dir: Path) -> Iterator[Stack]:
+def running_stack(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[Stack]:
     """The six services as processes on a free port offset, the sample corpus ingested and the
-    sample slots loaded; everything stopped on exit (also used by the eval harness, tests/eval)."""
+    sample slots loaded; everything stopped on exit (also used by the eval harness, tests/eval).
+    `env`: CITETRACE_* settings for the services `citetrace up` starts."""
     data_dir.mkdir(parents=True, exist_ok=True)
     offset = _free_offset()
-    up = citetrace("up", "--detach", "--port-offset", str(offset), "--data-dir", str(data_dir))
+    up = citetrace("up", "--detach", "--port-offset", str(offset), "--data-dir", str(data_dir), env=env)
     if up.returncode != 0:
         citetrace("down", "--data-dir", str(data_dir), timeout=60)
         pytest.fail(f"citetrace up failed: {up.stdout}{up.stderr}")
