@@ -91,7 +91,9 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
     answerer = GroundedAnswerer(downstream.generation, downstream.validator, max_passages=settings.context_max_passages,
                                 max_chars=settings.context_max_chars, max_regenerations=settings.max_regenerations)
     policy = PolicyPart(downstream.retrieval, answerer, lexicon,
-                        PolicySettings(search_k=settings.search_k, conflict_top_n=settings.conflict_top_n))
+                        PolicySettings(search_k=settings.search_k, conflict_top_n=settings.conflict_top_n,
+                                       relevance_gate=settings.relevance_gate,
+                                       relevance_offer=settings.relevance_offer))
     vocabulary = Vocabulary(lexicon.appointment_types, lexicon.specialties)
     handlers = PartHandlers({PartKind.LIVE_SLOT: SlotPart(downstream.scheduler, SlotSettings(settings.slot_page_size)),
                              **{kind: policy for kind in POLICY_KINDS},

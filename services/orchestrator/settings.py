@@ -44,6 +44,11 @@ class Settings(ServerSettings):
     outbox_synchronous: str = "NORMAL"
     # Conflict detection looks at this many top hits.
     conflict_top_n: int = 4
+    # The relevance decision on retrieval's hits (when retrieval reports a relevance model):
+    # abstain = a policy part none of whose hits answers the question abstains | off.
+    # relevance_offer: relevant = only the hits judged relevant are offered | all.
+    relevance_gate: str = "abstain"
+    relevance_offer: str = "relevant"
     # Availability without a date: the next N days.
     slot_horizon_days: int = 14
     slot_page_size: int = 6
@@ -69,6 +74,8 @@ class Settings(ServerSettings):
         require(self.call_timeout_seconds > 0, "call_timeout_seconds must be > 0")
         require(self.trace_reserve_seconds >= 0, "trace_reserve_seconds must be >= 0")
         require(self.conflict_top_n >= 2, "conflict_top_n must be >= 2")
+        require(self.relevance_gate in ("abstain", "off"), "relevance_gate must be abstain or off")
+        require(self.relevance_offer in ("relevant", "all"), "relevance_offer must be relevant or all")
         require(1 <= self.slot_horizon_days <= 60, "slot_horizon_days must be in 1..60")
         require(self.slot_page_size >= 1, "slot_page_size must be >= 1")
         require(self.part_workers >= 1, "part_workers must be >= 1")

@@ -25,6 +25,7 @@ from services.orchestrator.core.model import (
     PartKind,
     PartResult,
     SearchQuery,
+    SearchResult,
     Support,
     VersionStatus,
     WithheldClaim,
@@ -45,6 +46,27 @@ CANCELLATION_POLICY = "cancellation_policy"
 class PolicySettings:
     search_k: int = 8
     conflict_top_n: int = 4
+    # The relevance decision (issue 15 point 2), used when retrieval reports a relevance model:
+    # "abstain": a part none of whose hits answers the question abstains (ABSTAINED_NO_EVIDENCE);
+    # "off": hits are offered whatever their relevance. relevance_offer: "relevant" offers only the
+    # hits judged relevant (rank order), "all" every hit.
+    relevance_gate: str = "abstain"
+    relevance_offer: str = "relevant"
+
+
+def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tuple[tuple[Hit, ...], str]:
+    """The hits to offer and, when none answers the question, why not (the part abstains). Only
+    when retrieval judged relevance (its settings name the model); the scores stay on the hits of the
+    retrieved set in the trace."""
+    settings = found.settings
+    if settings is None or not settings.relevance_model or not hits:
+        return hits, ""
+    relevant = tuple(h for h in hits if h.relevant)
+    if not relevant:
+        best = max(hits, key=lambda h: h.relevance)
+        return (), (f"relevance: no passage found answers the question (best {best.passage.identity.passage_id} "
+                    f"{best.relevance:.3f} < {settings.relevance_threshold:.3f}, {settings.relevance_model})")
+    return (relevant if offer == "relevant" else hits), ""
 
 
 def citation_for(label: str, hit: Hit) -> Citation:
@@ -97,6 +119,11 @@ class PolicyPart:
                 return narrowed
             hits = narrowed
             if not hits:
+                return self._abstain(out, plan, ctx, ())
+        if self.settings.relevance_gate == "abstain":
+            hits, why = relevance_gate(found, hits, self.settings.relevance_offer)
+            if not hits:
+                out.error = why
                 return self._abstain(out, plan, ctx, ())
         conflict = self._conflict(plan, ctx, hits, out)
         if conflict is not None:
