@@ -409,6 +409,65 @@ def test_superseded_version_opened_from_an_old_answer_shows_the_banner_and_the_o
     assert page.locator("[data-banner]").count() == 0
 
 
+RETIRED_DOC = """---
+tenant: cedar-care
+document_id: cedar-console-patch-{run}
+source_class: preparation_instructions
+title: Patch testing visit {run} (synthetic)
+status: approved
+valid_from: 2025-01-01T00:00:00Z
+roles: [patient, staff]
+location_scope: []
+intents: [arrival_preparation]
+locale: en
+---
+# Patch testing
+
+## What to bring to patch testing
+
+Patients booked for patch testing should bring a written list of every skin cream and cosmetic
+they used in the last month.
+"""
+
+
+def test_retired_version_opened_from_an_old_answer_shows_the_retired_banner_and_the_cited_text(
+        console, console_stack, page, tmp_path):
+    import grpc
+    from citetrace.common.v1 import common_pb2 as c
+    from citetrace.kit.auth import bearer_metadata
+    from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
+    from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
+
+    run = tmp_path.name[-8:].lower().replace("_", "")
+    doc = tmp_path / "patch.md"
+    doc.write_text(RETIRED_DOC.format(run=run))
+    ingest = console_stack.cli("ingest", "--data-dir", str(console_stack.data_dir), str(doc))
+    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
+    sign_in(page, console.url, tenant="cedar-care", roles=("patient",), user="cedar-patient-2")
+    ask_cited(page, "What should I bring to my patch testing visit?")
+    marker = page.locator(f"section.answer a.marker[href*='cedar-console-patch-{run}']").first
+    link = marker.get_attribute("href")
+    open_marker(page, marker)
+    cited = page.locator("#evidence-panel mark.cited").inner_text()
+    assert "skin cream" in cited and page.locator("#evidence-panel [data-banner]").count() == 0
+    page.keyboard.press("Escape")
+    version_id = link.split("/versions/")[1].split("#")[0]
+    with grpc.insecure_channel(console_stack.target("retrieval")) as channel:
+        ret_grpc.RetrievalServiceStub(channel).SetVersionStatus(
+            ret_pb.SetVersionStatusRequest(version_id=version_id, status=c.VERSION_STATUS_RETIRED), timeout=30,
+            metadata=bearer_metadata(console_stack.token("cedar-care", ("policy_admin",))))
+    open_marker(page, marker)  # the old answer, still on screen
+    panel = page.locator("#evidence-panel")
+    assert panel.locator("[data-banner=retired]").is_visible()
+    assert panel.locator("mark.cited").inner_text() == cited, "still the text that was cited"
+    assert panel.locator("[data-field=status]").inner_text().startswith("retired")
+    page.goto(console.url + link)
+    page.wait_for_selector("#cited-span")
+    assert page.locator("[data-banner=retired]").is_visible()
+    assert "Retired version" in page.locator("[data-banner=retired]").inner_text()
+    assert page.locator("mark.cited").all_inner_texts() == [cited]
+
+
 # --- mobile -----------------------------------------------------------------------------------------
 
 def test_mobile_viewport_panel_shows_title_version_and_source_class(console, chromium):
