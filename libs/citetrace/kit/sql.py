@@ -115,3 +115,19 @@ def alembic_upgrade(engine: Engine, name: str, script_location: Path) -> None:
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
         conn.commit()
+
+
+def run_alembic_env(context, version_table: str) -> None:
+    """The body of a store's Alembic env.py: migrate on the connection alembic_upgrade() passes in
+    config.attributes["connection"] (transactional DDL, the store's own version table), or, from the
+    `alembic` command line, on an engine for the configured sqlalchemy.url."""
+    connection = context.config.attributes.get("connection")
+    if connection is None:  # pragma: no cover - only via `alembic` command line with a URL
+        engine = sa.create_engine(context.config.get_main_option("sqlalchemy.url"))
+        with engine.begin() as conn:
+            context.configure(connection=conn, version_table=version_table)
+            context.run_migrations()
+    else:
+        context.configure(connection=connection, version_table=version_table, transactional_ddl=True)
+        with context.begin_transaction():
+            context.run_migrations()
