@@ -10,7 +10,8 @@ from apps.cli.ask import render
 from apps.cli.main import main as cli
 
 from . import fixtures
-from .test_ingest_sources import service
+from .pdfgen import PdfBuilder
+from .test_ingest_sources import row_counts, service
 
 SIDECAR = """tenant: doc-tenant
 document_id: {doc}
@@ -66,13 +67,22 @@ def test_a_missing_or_invalid_sidecar_names_both_files(stack, tmp_path, capsys, 
                                                  + "owner: someone\n")
     (tmp_path / "typo.pdf").write_bytes(handbook_pdf)
     (tmp_path / "typo.pdf.meta.yaml").write_text(SIDECAR.format(doc="typo").replace("roles: [patient]", "roles: [patient"))
-    code, out, _ = run(stack, tmp_path / "lost.pdf", tmp_path / "bad.html", tmp_path / "typo.pdf", capsys=capsys)
+    (tmp_path / "short.pdf").write_bytes(handbook_pdf)
+    (tmp_path / "short.pdf.meta.yaml").write_text(SIDECAR.format(doc="short").replace("locale: en\n", ""))
+    (tmp_path / "intent.html").write_text(fixtures.HTML_PAGE)
+    (tmp_path / "intent.html.meta.yaml").write_text(SIDECAR.format(doc="intent").replace("arrival_preparation",
+                                                                                          "parking"))
+    names = ("lost.pdf", "bad.html", "typo.pdf", "short.pdf", "intent.html")
+    code, out, _ = run(stack, *(tmp_path / n for n in names), capsys=capsys)
     assert code == 1
     assert f"{tmp_path / 'lost.pdf'}: FAILED lost.pdf.meta.yaml: file: missing: lost.pdf needs its metadata" in out
     assert f"{tmp_path / 'bad.html'}: FAILED bad.html.meta.yaml: owner: unknown key" in out
     assert f"{tmp_path / 'typo.pdf'}: FAILED typo.pdf.meta.yaml: file: malformed YAML" in out
+    assert f"{tmp_path / 'short.pdf'}: FAILED short.pdf.meta.yaml: locale: missing" in out
+    assert f"{tmp_path / 'intent.html'}: FAILED intent.html.meta.yaml: intents: 'parking' is not one of" in out
+    assert out.count(": FAILED ") == len(names)
     client, _ = stack
-    assert not any(client.versions(d) for d in ("lost", "bad", "typo"))
+    assert not any(client.versions(d) for d in ("lost", "bad", "typo", "short", "intent"))
 
 
 def test_bad_files_are_named_and_nothing_is_stored(stack, tmp_path, capsys, handbook_pdf):
@@ -82,16 +92,21 @@ def test_bad_files_are_named_and_nothing_is_stored(stack, tmp_path, capsys, hand
         handle.truncate(200 * 1024 * 1024)
     (tmp_path / "corrupt.pdf").write_bytes(handbook_pdf[:4000])
     (tmp_path / "scripted.html").write_text("<html><body><p>Arrive early.</p><script>x()</script></body></html>")
-    for name in ("huge", "corrupt", "scripted"):
+    (tmp_path / "locked.pdf").write_bytes(PdfBuilder().page("1").paragraph("Secret.").build(user_password="pw"))
+    for name in ("huge", "corrupt", "scripted", "locked"):
         suffix = "html" if name == "scripted" else "pdf"
         (tmp_path / f"{name}.{suffix}.meta.yaml").write_text(SIDECAR.format(doc=name))
-    code, out, _ = run(stack, huge, tmp_path / "corrupt.pdf", tmp_path / "scripted.html", capsys=capsys)
+    client, _ = stack
+    before = row_counts(client)
+    code, out, _ = run(stack, huge, tmp_path / "corrupt.pdf", tmp_path / "scripted.html", tmp_path / "locked.pdf",
+                       capsys=capsys)
     assert code == 1
+    assert f"{tmp_path / 'locked.pdf'}: FAILED file: ENCRYPTED_SOURCE: locked.pdf: " in out
     assert f"{huge}: FAILED file: 200.0 MiB (209715200 bytes) is over the limit of one source, 32 MiB" in out
     assert f"{tmp_path / 'corrupt.pdf'}: FAILED file: CORRUPT_SOURCE: corrupt.pdf: not a readable PDF" in out
     assert f"{tmp_path / 'scripted.html'}: FAILED file: ACTIVE_CONTENT: scripted.html: HTML with scripts" in out
-    client, _ = stack
-    assert not any(client.versions(d) for d in ("huge", "corrupt", "scripted"))
+    assert not any(client.versions(d) for d in ("huge", "corrupt", "scripted", "locked"))
+    assert row_counts(client) == before
 
 
 def test_ask_shows_the_printed_page_and_the_viewer_page():

@@ -77,6 +77,19 @@ def svc(auth, tmp_path_factory):
         yield client
 
 
+def row_counts(client) -> dict[str, int]:
+    """Rows of every table of the retrieval store: what "nothing stored" is checked against."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(client.core.store.url)
+    try:
+        with engine.connect() as conn:
+            return {name: conn.execute(sa.text(f"SELECT COUNT(*) FROM {name}")).scalar_one()
+                    for name in sa.inspect(conn).get_table_names() if name.startswith("ret_")}
+    finally:
+        engine.dispose()
+
+
 def refused(call, *args, **kwargs):
     with pytest.raises(grpc.RpcError) as caught:
         call(*args, **kwargs)
@@ -230,20 +243,25 @@ def test_bad_input_is_refused_naming_the_file_and_nothing_is_stored(svc, handboo
     elif content == "scanned":
         content = fixtures.scanned_pdf(0)
     document_id = f"bad-{name.replace('.', '-')}"
+    before = row_counts(svc)
     code, got, details = refused(svc.ingest, document_id, content, media_type=media_type, filename=name)
     assert (code, got) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
     assert name in details
     assert not svc.versions(document_id)
+    assert row_counts(svc) == before, "no document, version, passage, extraction or event row of it"
+    assert {"ret_documents", "ret_versions", "ret_passages", "ret_extractions"} <= set(before)
 
 
 def test_size_limits_name_the_file(auth, tmp_path):
     with service(auth, tmp_path, max_source_bytes=64 * 1024) as small:
+        before = row_counts(small)
         code, reason, details = refused(small.ingest, "big", b"%PDF-1.7\n" + b"0" * (100 * 1024), filename="big.pdf")
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "SOURCE_TOO_LARGE") and "big.pdf" in details
         # Beyond the service's message limit the transport refuses it before it is read whole.
         code, _, details = refused(small.ingest, "huge", b"0" * (3 * 1024 * 1024), filename="huge.pdf")
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert not small.versions("big") and not small.versions("huge")
+        assert row_counts(small) == before
 
 
 @pytest.mark.parametrize("column, value", [("page_label_start", "A-9"), ("page_start", 2),
