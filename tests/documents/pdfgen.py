@@ -89,9 +89,15 @@ class PdfBuilder:
         self.pdf.ln(10)
         return self
 
-    def bullets(self, items: list[str]) -> PdfBuilder:
+    def bullets(self, items: list[str], indent: float = 6) -> PdfBuilder:
+        """A bulleted list as word processors set it: the marker at the margin, the item's text (and
+        its wrapped lines) indented past it."""
         for item in items:
-            self.pdf.multi_cell(0, 6, f"- {item}", new_x="LMARGIN", new_y="NEXT")
+            y = self.pdf.get_y()
+            self.pdf.set_x(self.pdf.l_margin)
+            self.pdf.cell(indent, 6, "-")
+            self.pdf.set_xy(self.pdf.l_margin + indent, y)
+            self.pdf.multi_cell(0, 6, item, new_x="LMARGIN", new_y="NEXT")
         self.pdf.ln(4)
         return self
 

@@ -227,6 +227,32 @@ def test_html_is_ingested_without_its_boilerplate(svc):
     assert not reply.extraction.pages and not reply.extraction.issues
 
 
+def test_markdown_as_a_file_or_as_text_is_the_same_version(fresh):
+    """Markdown goes through IngestDocument either way: as `text` (front matter already split off, as
+    the CLI always sent it) or as the original file (`content` + text/markdown); both give one version,
+    its source digest the bytes'."""
+    body = "# Parking\n\nPark on level 2 of the Harbor garage (synthetic).\n\n- Free for patients\n- Show your letter\n"
+    as_file = fresh.ingest("parking", body.encode(), media_type="text/markdown", filename="parking.md")
+    v = as_file.version
+    assert as_file.created and v.media_type == "text/markdown" and v.page_count == 0
+    assert v.source_sha256 == hashlib.sha256(body.encode()).hexdigest()
+    assert v.version_id == hashlib.sha256(body.encode()).hexdigest(), "normalized text = these bytes here"
+    request = pb.IngestDocumentRequest(
+        document=common_pb2.Document(tenant_id=TENANT, document_id="parking", source_class="scheduling_policy",
+                                     title="parking (synthetic)"),
+        text=body, status=common_pb2.VERSION_STATUS_APPROVED, roles=["patient"],
+        intents=[common_pb2.INTENT_ARRIVAL_PREPARATION], locale="en")
+    request.valid_from.FromJsonString("2025-01-01T00:00:00Z")
+    as_text = fresh.stub.IngestDocument(request, timeout=60, metadata=fresh.md())
+    assert not as_text.created and as_text.version.version_id == v.version_id
+    assert len(fresh.versions("parking")) == 1
+    (passage,) = fresh.get([p.passage_id for p in as_file.passages]).passages
+    assert passage.text.endswith("- Free for patients\n- Show your letter") and passage.identity.page_start == 0
+    code, reason, details = refused(fresh.ingest, "latin", "Parkering på nivå 2".encode("latin-1"),
+                                    media_type="text/markdown", filename="latin.md")
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ENCODING") and "latin.md" in details
+
+
 @pytest.mark.parametrize("name, content, media_type, reason", [
     ("locked.pdf", None, PDF, "ENCRYPTED_SOURCE"),
     ("truncated.pdf", "truncated", PDF, "CORRUPT_SOURCE"),

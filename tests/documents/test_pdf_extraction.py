@@ -114,6 +114,40 @@ def test_a_two_column_page_is_read_column_by_column(handbook):
     assert "day 0. Harbor" not in text, "lines of the two columns are not interleaved"
 
 
+def test_a_list_keeps_its_lead_in_and_its_exception():
+    """Rule 6 (lists): each bullet is an item, a wrapped item continues under its marker, and the
+    list stays in the passage of the sentence that introduces it, with the exception after it."""
+    b = PdfBuilder()
+    b.page("1").heading("Before your MRI")
+    b.paragraph("Remove these before the scan:")
+    b.bullets(["jewellery and watches", "hearing aids", "any clothing with metal fasteners, zips or underwire, "
+               "which the staff will ask you to change out of into a gown before you enter the scanner room"])
+    b.paragraph("Except for medical implants, which you must tell the desk about instead.")
+    extraction = PdfExtractor().extract(b.build(), "list.pdf")
+    text = extraction.text
+    assert "\n- jewellery and watches\n- hearing aids\n- any clothing with metal fasteners" in text
+    assert "gown before you enter the scanner room" in text.split("\n- any clothing")[1].split("\n")[0], \
+        "the wrapped item is one item"
+    chunks = MarkdownChunker().chunk(text)
+    holder = next(c for c in chunks if "hearing aids" in text[c.start:c.end])
+    body = text[holder.start:holder.end]
+    assert body.startswith("Remove these before the scan:") and "Except for medical implants" in body
+    assert holder.source_anchor == "Before your MRI"
+
+
+def test_font_size_headings_without_an_outline():
+    """Rule 4 without bookmarks: the largest heading size is level 1, the next level 2."""
+    b = PdfBuilder()
+    b.page("1").heading("Cancellations", size=20, outline_level=None)
+    b.paragraph("Cancel at least 24 hours ahead.")
+    b.heading("Late cancellations", size=15, outline_level=None)
+    b.paragraph("A late cancellation costs 40 USD.")
+    text = PdfExtractor().extract(b.build(), "no-outline.pdf").text
+    assert text.startswith("# Cancellations\n") and "\n## Late cancellations\n" in text
+    chunk = next(c for c in MarkdownChunker().chunk(text) if "40 USD" in text[c.start:c.end])
+    assert chunk.source_anchor == "Cancellations > Late cancellations"
+
+
 def test_headings_from_the_outline_and_font_sizes(handbook):
     text = handbook.text
     for heading in ("# Preface", "# Contents", "# Arrival", "## Locations", "# Fees", "# Closing"):
