@@ -14,6 +14,7 @@ import urllib.parse
 
 import pytest
 from citetrace.identity import pinned_link
+from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 
 from console.conftest import ASK_DEADLINE_SECONDS, ORCHESTRATOR_LOAD_TOLERANT, new_context, start_console
 from console.helpers import (
@@ -620,6 +621,16 @@ def test_receipt_review_queue_and_chain_status(console, console_stack, page, tmp
     page.click("form.review-form button[type=submit]")
     assert "ANSWER_VERSION_MISMATCH" in page.locator(".form-error").inner_text()
     assert len(console_stack.get_trace(trace_id, roles=("auditor",)).reviews) == 1
+    # A further review: needs change, with its note, stored beside the first (reviews are appended).
+    page.goto(f"{console.url}/traces/{trace_id}")
+    page.check("input[name=decision][value=needs-change]")
+    page.fill("#review-note", "Name the clinic in the first sentence.")
+    page.click("form.review-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*reviewed=1.*"))
+    assert "Name the clinic" in page.locator("ul.reviews li[data-decision=needs-change]").inner_text()
+    stored = console_stack.get_trace(trace_id, roles=("auditor",)).reviews
+    assert [(r.decision, r.rubric_note) for r in stored][1:] == [
+        (trace_pb.REVIEW_DECISION_NEEDS_CHANGE, "Name the clinic in the first sentence.")]
     # The needs-review queue: the arrival policy's current version is superseded by a new edition.
     # A cited version is superseded: the answers that cited it need review again.
     versions = {c.version_id for p in reply.record.parts for c in p.citations}
