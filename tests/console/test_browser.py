@@ -32,6 +32,7 @@ from console.helpers import (
     wait_panel,
 )
 from console.shuffling_orchestrator import shuffling_orchestrator
+from console.shuffling_retrieval import shuffling_retrieval
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -173,6 +174,45 @@ def test_the_optional_location_box_scopes_the_answer_to_that_location(console, p
     assert "acme-northgate-checkin" in cited["acme-northgate"], cited
     assert not any("northside" in d for d in cited["acme-northgate"]), cited
     assert not any("northgate" in d for d in cited["acme-northside"]), cited
+
+
+def test_offered_passages_reordered_at_retrieval_each_marker_opens_its_own_passage(console_stack, chromium,
+                                                                                    tmp_path):
+    """The order the passages are offered in (and so their S-labels) changed before generation: an
+    orchestrator of its own behind a retrieval that swaps its hits in pairs. The record shows the
+    cited passages offered under other labels than retrieval's own order gives them; every marker
+    still opens its own passage."""
+    with shuffling_retrieval(console_stack.target("retrieval")) as (target, shuffler):
+        orchestrator = console_stack.start_service("orchestrator", tmp_path / "orch", retrieval_target=target,
+                                                   **ORCHESTRATOR_LOAD_TOLERANT)
+        shuffled_console = start_console(console_stack, tmp_path / "console", orchestrator_target=orchestrator)
+        context = new_context(chromium)
+        try:
+            page = context.new_page()
+            sign_in(page, shuffled_console.url)
+            markers = ask_cited(page, ARRIVAL_Q)
+            trace_id = page.locator("section.answer").get_attribute("data-trace-id")
+            record = console_stack.get_trace(trace_id, roles=("auditor",)).record
+            searched = {}  # passage ID -> (label in retrieval's order, label as offered)
+            for original, swapped in shuffler.searches:
+                rank = {h.passage.identity.passage_id: f"S{i}" for i, h in enumerate(original.hits, start=1)}
+                searched.update({h.passage.identity.passage_id: (rank[h.passage.identity.passage_id], h.label)
+                                 for h in swapped.hits})
+            cited = {c.passage_id: c.label for part in record.parts for c in part.citations}
+            assert cited and all(searched[p][1] == label for p, label in cited.items()), (cited, searched)
+            assert any(searched[p][0] != label for p, label in cited.items()), "cited under a moved label"
+            assert {m["passage"] for m in _markers(page)} == set(cited)
+            for index in range(markers.count()):
+                marker = markers.nth(index)
+                passage_id = marker.get_attribute("data-passage-id")
+                open_marker(page, marker)
+                panel = page.locator("#evidence-panel")
+                assert panel.locator(".evidence").get_attribute("data-passage-id") == passage_id
+                assert panel.locator("mark.cited").inner_text() == passage_text(console_stack, passage_id)[0]
+                page.keyboard.press("Escape")
+        finally:
+            context.close()
+            shuffled_console.stop()
 
 
 # --- keyboard, focus and accessible names ------------------------------------------------------------
