@@ -86,6 +86,16 @@ def test_marker_opens_the_exact_cited_span_of_the_pinned_version(console, consol
         f"from {valid_from}" + (f" until {version.valid_to.ToDatetime():%Y-%m-%d %H:%M UTC}"
                                 if version.HasField("valid_to") else ", open-ended"))
     screenshot(page, "console-ask-panel.png")
+    # The digest check can fail: the same evidence link carrying another recorded digest than the
+    # text served now is reported as a mismatch, in the panel's own page form.
+    evidence_url = first.get_attribute("data-evidence-url")
+    assert re.search(r"sha256=[0-9a-f]{64}", evidence_url), evidence_url
+    other = page.context.new_page()
+    other.goto(console.url + re.sub(r"sha256=[0-9a-f]{64}", "sha256=" + "0" * 64, evidence_url))
+    digest = other.locator("[data-field=digest]")
+    assert "Mismatch: the text served now differs from the text the answer cited." in digest.inner_text()
+    assert "digest--bad" in digest.get_attribute("class")
+    other.close()
     # The full version page at the cited characters: whole text, the span highlighted and in view.
     link = panel.locator(".open-version a")
     assert link.get_attribute("href") == first.get_attribute("href")
