@@ -134,3 +134,40 @@ def test_markdown_takes_a_sidecar_only_without_front_matter(stack, tmp_path, cap
     assert code == 1
     assert f"{plain}: created document=plain" in out
     assert f"{both}: FAILED both.md.meta.yaml: file: both.md has front matter too" in out
+
+
+def test_passages_awaiting_review_are_listed_shown_and_approved_from_the_cli(stack, tmp_path, capsys):
+    """`citetrace ingest` lists the passages an extraction marked for review with the command that
+    approves them; `citetrace passages show` prints their pages and review state, `approve` makes
+    them eligible (search finds them afterwards); an unknown or unreviewable ID fails with its reason."""
+    client, data = stack
+    (tmp_path / "notes.pdf").write_bytes(fixtures.notes_and_tables_pdf())
+    (tmp_path / "notes.pdf.meta.yaml").write_text(SIDECAR.format(doc="notes"))
+    code, out, err = run(stack, tmp_path / "notes.pdf", capsys=capsys)
+    assert code == 0, out + err
+    (listed,) = [line for line in out.splitlines() if "await review" in line]
+    pending = listed.split("approve --tenant TENANT ")[1].split()
+    assert len(pending) == 2
+
+    def passages(*args):
+        code = cli(["passages", *args, "--data-dir", str(data), "--target", client.core_address,
+                    "--tenant", "doc-tenant"])
+        got = capsys.readouterr()
+        return code, got.out, got.err
+
+    code, out, _ = passages("show", *pending)
+    assert code == 0
+    heads = [line for line in out.splitlines() if not line.startswith("    ")]
+    assert len(heads) == 2 and all(" review PENDING (" in h for h in heads), out
+    assert any(" p. 1 chars " in h and "(footnote 2 on viewer page 1 has no reference" in h for h in heads), out
+    assert any(" p. 2 chars " in h and "(a table on viewer page 2 has no header row" in h for h in heads), out
+    assert "    [2] An orphan remark that no sentence refers to." in out
+    orphan = next(h.split()[0] for h in heads if " p. 1 chars " in h)
+    assert orphan not in {h.passage.identity.passage_id for h in client.search("orphan remark no sentence").hits}
+
+    code, out, _ = passages("approve", orphan)
+    assert code == 0 and f"{orphan} notes" in out and " review APPROVED" in out
+    assert orphan in {h.passage.identity.passage_id for h in client.search("orphan remark no sentence").hits}
+
+    code, _, err = passages("approve", "f" * 64)
+    assert code == 1 and "citetrace passages approve: NOT_FOUND" in err
