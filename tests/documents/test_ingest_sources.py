@@ -125,9 +125,17 @@ def test_a_pdf_is_stored_with_its_source_digest_page_map_and_page_locators(svc, 
     assert "| Service | Fee | Notice |" in row.text + row.heading_context
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request) -> dict:
+    """The store of record the identity tests run on: SQLite in the data dir, or a fresh PostgreSQL."""
+    if request.param == "sqlite":
+        return {}
+    return {"database_url": request.getfixturevalue("postgres_url")}
+
+
 @pytest.fixture
-def fresh(auth, tmp_path):
-    with service(auth, tmp_path) as client:
+def fresh(auth, tmp_path, store):
+    with service(auth, tmp_path, **store) as client:
         yield client
 
 
@@ -157,13 +165,14 @@ class ReorderingPdfExtractor(PdfExtractor):
                                 issues=extraction.issues, review_spans=extraction.review_spans)
 
 
-def test_a_new_extractor_makes_a_new_extraction_and_old_passages_stay_as_they_were(auth, tmp_path, handbook_pdf):
-    with service(auth, tmp_path) as old_service:
+def test_a_new_extractor_makes_a_new_extraction_and_old_passages_stay_as_they_were(auth, tmp_path, handbook_pdf,
+                                                                                   store):
+    with service(auth, tmp_path, **store) as old_service:
         old = old_service.ingest("handbook", handbook_pdf)
         cited = old_service.search("arrive 15 minutes before an MRI appointment", k=1).hits[0].passage
     # The same store, a new extractor version that changes the text: a new version of the same source.
     newer = Extractors([ReorderingPdfExtractor(rules_revision=2), HtmlExtractor(), MarkdownExtractor()])
-    with service(auth, tmp_path, extractors=newer) as new_service:
+    with service(auth, tmp_path, extractors=newer, **store) as new_service:
         new = new_service.ingest("handbook", handbook_pdf)
         assert new.created and new.version.version_id != old.version.version_id
         assert new.version.source_sha256 == old.version.source_sha256
@@ -179,13 +188,15 @@ def test_a_new_extractor_makes_a_new_extraction_and_old_passages_stay_as_they_we
         assert {v.source_sha256 for v in versions} == {old.version.source_sha256} and len(versions) == 2
         # The same bytes with the new extractor again: nothing new.
         assert not new_service.ingest("handbook", handbook_pdf).created
-    # A new extractor version that yields the same text: the same version, re-extracted passages.
-    same_text = Extractors([PdfExtractor(rules_revision=3), HtmlExtractor(), MarkdownExtractor()])
-    with service(auth, tmp_path / "b") as a, service(auth, tmp_path / "b", extractors=same_text) as b:
-        first = a.ingest("handbook", handbook_pdf)
+    # A newer extractor version that yields the same text as the last: the same version, re-extracted
+    # passages, and the passages of the extraction before keep their extraction version.
+    same_text = Extractors([ReorderingPdfExtractor(rules_revision=3), HtmlExtractor(), MarkdownExtractor()])
+    with service(auth, tmp_path, extractors=same_text, **store) as b:
+        first = new
         second = b.ingest("handbook", handbook_pdf)
         assert not second.created and second.version.version_id == first.version.version_id
         assert second.version.extraction_version.startswith("pdf-rules/3;")
+        assert len(b.versions("handbook")) == 2
         old_ids = [p.passage_id for p in first.passages]
         assert [p.identity.extraction_version for p in b.get(old_ids).passages] == \
             [first.version.extraction_version] * len(old_ids)
