@@ -30,7 +30,14 @@ from citetrace.kit.errors import DeadlineExceeded, DomainError, FailedPreconditi
 
 from services.orchestrator.core import consequences as rules
 from services.orchestrator.core import dates
-from services.orchestrator.core.change_requests import BOOK, CANCEL, CONTACT, RESCHEDULE, ChangeRequest
+from services.orchestrator.core.change_requests import (
+    BOOK,
+    CANCEL,
+    CONTACT,
+    RESCHEDULE,
+    ChangeRequest,
+    load_rules,
+)
 from services.orchestrator.core.clinics import LocationInfo
 from services.orchestrator.core.model import (
     Appointment,
@@ -109,10 +116,15 @@ def plan(route: Route, request: ChangeRequest | None, horizon_days: int, as_of: 
         parts.append(slot)
     if kind != ChangeKind.BOOK:
         if policy is None:
-            policy = PartPlan("", Intent.CANCELLATION_RESCHEDULING, POLICY, clauses,
+            policy = PartPlan("", Intent.CANCELLATION_RESCHEDULING, POLICY, [clause],
                               search_intents=(Intent.CANCELLATION_RESCHEDULING,))
-        policy.query = " ".join([policy.query or clause, route.specialty.replace("_", " "),
-                                 route.appointment_type.replace("_", " ")]).strip()
+        # The terms of this kind of change, whatever words the caller used for it ("move it to
+        # Friday", "flytte"): the rule's question, narrowed by the appointment type when named.
+        terms = load_rules().terms_question.get(request.kind, "")
+        if terms:
+            what = " ".join(w for w in (route.appointment_type.replace("_", " "), "appointment") if w)
+            policy.clauses = [terms.format(what=what)]
+        policy.query = " ".join(policy.clauses)
         if kind == ChangeKind.RESCHEDULE:
             policy.clarification, policy.missing = None, []
         parts.append(policy)
@@ -304,6 +316,9 @@ class ProposalPart:
         derived = rules.derive(change, claims, policy_established=established,
                                unverified_reason=f"the policy part is {policy.outcome}", vocabulary=self.vocabulary,
                                rules=self.rules)
+        if not derived:  # shown claims, none about this change: its terms are not established either
+            derived = rules.derive(change, (), policy_established=False, rules=self.rules,
+                                   unverified_reason="no validated claim of the policy part is about this change")
         return tuple(PolicyConsequence(ConsequenceKind[c.kind.upper()], c.text, tuple(c.citations),
                                        Support.SUPPORTED if c.citations else Support.UNSPECIFIED, c.explanation,
                                        c.part_id or policy.part_id) for c in derived)

@@ -34,6 +34,8 @@ class Rules:
     pronoun_actions: dict[str, tuple[re.Pattern, ...]]
     appointment_mention: re.Pattern
     book_time: re.Pattern
+    # The terms question a change's policy part answers, per change kind (reschedule, cancel).
+    terms_question: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +62,7 @@ def load_rules(path: Path = RULES_FILE) -> Rules:
         pronoun_actions={kind: compile_all(raw[f"{kind}_pronoun"]) for kind in (RESCHEDULE, CANCEL)},
         appointment_mention=re.compile(rf"\b{raw['objects']}\b"),
         book_time=re.compile(raw["book_time"]),
+        terms_question={str(k): str(v) for k, v in (raw.get("terms_question") or {}).items()},
     )
 
 
