@@ -55,10 +55,12 @@ ask "conflict: two current approved documents disagree" acme-health \
   "When should I arrive for my MRI at Harbor Imaging Center?"
 ask "answered from a PDF: the citation shows the printed page and the viewer page" acme-health \
   "Can I wear deodorant to my mammogram at Harbor Imaging Center?"
-grep -q "p\. H-1 (viewer page 3)" "$DATA_DIR/last-answer.txt" || { echo "demo: the PDF answer lost its page" >&2; exit 1; }
+grep -q "p\. H-1 (viewer page 3)" "$DATA_DIR/last-answer.txt" && grep -q "Do not use deodorant" "$DATA_DIR/last-answer.txt" \
+  || { echo "demo: the PDF answer lost its page" >&2; exit 1; }
 ask "answered from a web page (navigation and footer dropped at ingestion)" acme-health \
   "How long does Northside Family Clinic keep lost phones?"
-grep -q "acme-northside-lost-property" "$DATA_DIR/last-answer.txt" || { echo "demo: the HTML answer is missing" >&2; exit 1; }
+grep -q "acme-northside-lost-property" "$DATA_DIR/last-answer.txt" && grep -q "60 days" "$DATA_DIR/last-answer.txt" \
+  || { echo "demo: the HTML answer is missing" >&2; exit 1; }
 
 echo
 echo "================================================================================"
