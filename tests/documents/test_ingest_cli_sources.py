@@ -171,3 +171,29 @@ def test_passages_awaiting_review_are_listed_shown_and_approved_from_the_cli(sta
 
     code, _, err = passages("approve", "f" * 64)
     assert code == 1 and "citetrace passages approve: NOT_FOUND" in err
+
+
+def test_a_file_over_the_services_limit_is_named_when_the_cli_allows_it(auth, tmp_path, capsys, monkeypatch):
+    """The CLI's own size check names the file before reading it (above); when the CLI is told to
+    allow more than the service does, the service's refusal still names the file: its core refuses
+    an oversized source (SOURCE_TOO_LARGE), and a message over the gRPC limit the transport refuses
+    (the CLI prints which file). Nothing is stored either way."""
+    for key in [k for k in os.environ if k.startswith("CITETRACE_AUTH_")]:
+        monkeypatch.delenv(key)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dev-secret").write_text(auth.hs256_secret + "\n")
+    big, huge = tmp_path / "big.pdf", tmp_path / "huge.pdf"
+    big.write_bytes(b"%PDF-1.7\n" + b"0" * (100 * 1024))
+    huge.write_bytes(b"%PDF-1.7\n" + b"0" * (3 * 1024 * 1024))
+    for path in (big, huge):
+        (tmp_path / f"{path.name}.meta.yaml").write_text(SIDECAR.format(doc=path.stem))
+    with service(auth, tmp_path / "service", max_source_bytes=64 * 1024) as client:
+        before = row_counts(client)
+        code = cli(["ingest", "--data-dir", str(data), "--target", client.core_address,
+                    "--max-bytes", str(300 * 1024 * 1024), str(big), str(huge)])
+        out = capsys.readouterr().out
+        assert code == 1
+        assert f"{big}: FAILED file: SOURCE_TOO_LARGE: big.pdf: " in out
+        assert f"{huge}: FAILED file: the retrieval service refused a message this large" in out
+        assert row_counts(client) == before and not client.versions("big") and not client.versions("huge")
