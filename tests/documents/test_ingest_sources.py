@@ -90,6 +90,23 @@ def row_counts(client) -> dict[str, int]:
         engine.dispose()
 
 
+def extractions(client, document_id) -> list[tuple[str, str, str]]:
+    """(source digest, version, extraction version) of the document's ret_extractions rows."""
+    import sqlalchemy as sa
+
+    from services.retrieval.store.models import ExtractionRow
+
+    table = ExtractionRow.__table__
+    engine = sa.create_engine(client.core.store.url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.select(table.c.source_sha256, table.c.version_id, table.c.extraction_version)
+                                .where(table.c.document_id == document_id)).all()
+    finally:
+        engine.dispose()
+    return sorted(tuple(r) for r in rows)
+
+
 def refused(call, *args, **kwargs):
     with pytest.raises(grpc.RpcError) as caught:
         call(*args, **kwargs)
@@ -152,6 +169,8 @@ def test_the_same_bytes_twice_create_nothing_and_are_not_extracted_again(fresh, 
     assert [p.passage_id for p in again.passages] == [p.passage_id for p in first.passages]
     assert [p.viewer_page for p in again.extraction.pages] == list(range(1, 9)), "the stored page map is reported"
     assert len(svc.versions("handbook-twice")) == 1
+    assert extractions(svc, "handbook-twice") == [(first.version.source_sha256, first.version.version_id,
+                                                   first.version.extraction_version)], "one ingestion run recorded"
 
 
 class ReorderingPdfExtractor(PdfExtractor):
@@ -188,6 +207,11 @@ def test_a_new_extractor_makes_a_new_extraction_and_old_passages_stay_as_they_we
         assert {v.source_sha256 for v in versions} == {old.version.source_sha256} and len(versions) == 2
         # The same bytes with the new extractor again: nothing new.
         assert not new_service.ingest("handbook", handbook_pdf).created
+        # Two extractions of one source, each bound to its version.
+        digest = old.version.source_sha256
+        assert extractions(new_service, "handbook") == sorted([
+            (digest, old.version.version_id, old.version.extraction_version),
+            (digest, new.version.version_id, new.version.extraction_version)])
     # A newer extractor version that yields the same text as the last: the same version, re-extracted
     # passages, and the passages of the extraction before keep their extraction version.
     same_text = Extractors([ReorderingPdfExtractor(rules_revision=3), HtmlExtractor(), MarkdownExtractor()])
@@ -197,6 +221,8 @@ def test_a_new_extractor_makes_a_new_extraction_and_old_passages_stay_as_they_we
         assert not second.created and second.version.version_id == first.version.version_id
         assert second.version.extraction_version.startswith("pdf-rules/3;")
         assert len(b.versions("handbook")) == 2
+        assert len(extractions(b, "handbook")) == 3, "a third extraction, bound to the existing version"
+        assert (digest, new.version.version_id, second.version.extraction_version) in extractions(b, "handbook")
         old_ids = [p.passage_id for p in first.passages]
         assert [p.identity.extraction_version for p in b.get(old_ids).passages] == \
             [first.version.extraction_version] * len(old_ids)
