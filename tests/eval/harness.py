@@ -31,7 +31,7 @@ import grpc
 import yaml
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
-from citetrace.kit.auth import bearer_metadata
+from citetrace.kit.auth import bearer_metadata, mint_token
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.vocab import INTENT
 from e2e.conftest import CORPUS, Stack, free_port, running_stack
@@ -85,6 +85,12 @@ class Case:
     # A second turn: the reply to the first answer's clarification, asked in its conversation; the
     # expectation (and every score) is about the reply's answer.
     reply: str = ""
+    # The token's subject (a patient's subject is their patient reference: whose appointments the
+    # gateway reads); default e2e-<tenant>.
+    subject: str = ""
+    # A change question: the part kinds the answer must have, in order, and its next action.
+    parts: tuple[str, ...] = ()
+    next_action: str = ""
 
 
 def load_cases(path: Path = CASES) -> list[Case]:
@@ -105,7 +111,7 @@ def load_cases(path: Path = CASES) -> list[Case]:
         seen.add(item["id"])
         ev = {k: tuple(Evidence(**e) for e in item.get(k) or ()) for k in ("gold", "acceptable", "forbid")}
         cases.append(Case(**{**item, **ev, "roles": tuple(item.get("roles") or ("patient",)),
-                             "tags": tuple(item.get("tags") or ())}))
+                             "tags": tuple(item.get("tags") or ()), "parts": tuple(item.get("parts") or ())}))
     return cases
 
 
@@ -179,6 +185,8 @@ class Observation:
     searched: bool = False
     resolved_location: str = ""  # the route's location entity ("" when none was resolved)
     first_outcome: str = ""  # the first turn's outcome when the case has a reply
+    part_kinds: tuple[str, ...] = ()  # every part's kind, in order (lowercase, no prefix)
+    next_action: str = ""  # the answer's next action (lowercase, no prefix)
 
 
 def _part_for(case: Case, response) -> tuple[object, int]:
@@ -192,6 +200,12 @@ def _part_for(case: Case, response) -> tuple[object, int]:
     return (parts[0], 0) if len(parts) == 1 else (None, -1)
 
 
+def _metadata(stack: Stack, case: Case):
+    if case.subject:
+        return bearer_metadata(mint_token(stack.auth, tenant_id=case.tenant, subject=case.subject, roles=case.roles))
+    return bearer_metadata(stack.token(case.tenant, case.roles))
+
+
 def ask_case(stack: Stack, case: Case, target: str) -> Observation:
     from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
     from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
@@ -200,7 +214,7 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
         try:
             response = pb_grpc.OrchestratorServiceStub(channel).Ask(
                 pb.AskRequest(question=case.question, location_id=case.location, locale=case.locale), timeout=30,
-                metadata=bearer_metadata(stack.token(case.tenant, case.roles)))
+                metadata=_metadata(stack, case))
         except grpc.RpcError as err:
             return Observation(case, f"error:{err.code().name}", "", [], set(), 0, 0, set(), [], err.details() or "")
         first_outcome = ""
@@ -210,7 +224,7 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
                 response = pb_grpc.OrchestratorServiceStub(channel).Ask(
                     pb.AskRequest(question=case.reply, location_id=case.location, locale=case.locale,
                                   conversation_id=response.conversation_id), timeout=30,
-                    metadata=bearer_metadata(stack.token(case.tenant, case.roles)))
+                    metadata=_metadata(stack, case))
             except grpc.RpcError as err:
                 return Observation(case, f"error:{err.code().name}", "", [], set(), 0, 0, set(), [],
                                    err.details() or "")
@@ -238,7 +252,9 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
         [h.passage.identity.passage_id for h in hits], {h.passage.identity.tenant_id for h in hits},
         prec.generation.passages_offered, prec.generation.chars_offered, cited, claims, prec.error,
         tuple(INTENT.name(i) for i in prec.retrieval.settings.filters.intents), prec.HasField("retrieval"),
-        resolved_location, first_outcome)
+        resolved_location, first_outcome,
+        tuple(r.PartKind.Name(p.kind).removeprefix("PART_KIND_").lower() for p in response.parts),
+        c.NextAction.Name(response.next_action).removeprefix("NEXT_ACTION_").lower())
 
 
 # -- scoring -------------------------------------------------------------------------------------
@@ -391,6 +407,10 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo],
         if ob.offered:
             offered_sum += ob.offered
             offered_n += 1
+        if case.parts or case.next_action:
+            row["flow_ok"] = (not case.parts or ob.part_kinds == case.parts) and \
+                (not case.next_action or ob.next_action == case.next_action)
+            row["flow"] = {"parts": list(ob.part_kinds), "next_action": ob.next_action}
         if ob.error:
             row["error"] = ob.error[:200]
         per_case.append(row)
@@ -406,6 +426,9 @@ def score(observations: list[Observation], passages: dict[str, PassageInfo],
         "outcome_accuracy": ratio(sum(r["ok"] for r in per_case), n),
         "outcome_accuracy_by_expected": {o: ratio(*v) for o, v in outcome_by.items()},
         "outcome_accuracy_by_tag": {tag: ratio(*v) for tag, v in sorted(by_tag.items())},
+        # Change questions: the expected parts in order and the expected next action.
+        "change_flow_accuracy": ratio(sum(bool(r.get("flow_ok")) for r in per_case),
+                                      sum("flow_ok" in r for r in per_case)),
         "retrieval_recall_at_k": {str(k): ratio(*v) for k, v in recall.items()},
         "mean_rank_gold_version": ratio(sum(gold_version_ranks), len(gold_version_ranks)),
         "mean_rank_gold_passage": ratio(sum(gold_passage_ranks), len(gold_passage_ranks)),
@@ -556,7 +579,7 @@ def table(result: dict) -> str:
 
 # Rates where higher is better, and lower is better; each may move against us by at most TOLERANCE.
 TOLERANCE = 0.05
-HIGHER = ("outcome_accuracy", "retrieval_recall_at_k.8", "retrieval_recall_at_k.3", "gold_cited",
+HIGHER = ("outcome_accuracy", "change_flow_accuracy", "retrieval_recall_at_k.8", "retrieval_recall_at_k.3", "gold_cited",
           "citation_completeness", "support_correctness", "abstention_precision", "abstention_recall")
 LOWER = ("covered_question_missed", "refused_with_gold_evidence", "forbidden_evidence_cited")
 # Counts that may never grow at all.
@@ -575,6 +598,8 @@ def regressions(current: dict, baseline: dict, tolerance: float = TOLERANCE) -> 
     cur, base = current["metrics"], baseline["metrics"]
     problems = []
     for path in HIGHER + LOWER:
+        if path.split(".")[0] not in base or path.split(".")[0] not in cur:
+            continue  # a metric the baseline predates
         now, before = _get(cur, path)["value"], _get(base, path)["value"]
         if now is None or before is None:
             continue
