@@ -41,6 +41,8 @@ class CitationValidation:
             full_name=pb.DESCRIPTOR.services_by_name["CitationValidatorService"].full_name,
             servicer=self.servicer,
             register=pb_grpc.add_CitationValidatorServiceServicer_to_server,
+            # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): a ValidateRequest carries the claims and the offered passages.
+            max_receive_message_bytes=4 * 1024 * 1024,
             warm_up=self.warm_up,
             close=lambda: None,
         )

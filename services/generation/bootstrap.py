@@ -34,6 +34,8 @@ class Generation:
             full_name=pb.DESCRIPTOR.services_by_name["GenerationService"].full_name,
             servicer=self.servicer,
             register=pb_grpc.add_GenerationServiceServicer_to_server,
+            # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): a GenerateRequest carries at most 200 labelled passages.
+            max_receive_message_bytes=4 * 1024 * 1024,
             warm_up=lambda: None,  # nothing heavy: the extractive backend loads nothing, a remote one is remote
             close=self.close,
         )

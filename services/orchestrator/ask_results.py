@@ -18,16 +18,16 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable
 
 import sqlalchemy as sa
 from citetrace.kit import sql as kit_sql
 from citetrace.kit.errors import Aborted, AlreadyExists, InvalidArgument
+from citetrace.kit.validation import pattern
 from sqlalchemy.exc import IntegrityError
 
-KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+KEY = pattern("key")  # field_rules.yaml; matched whole
 IN_PROGRESS, DONE = "in_progress", "done"
 RESERVED, WAIT = "reserved", "wait"
 
@@ -48,7 +48,7 @@ ask_results = sa.Table(
 
 def checked_key(key: str) -> str:
     key = key.strip()
-    if key and not KEY.match(key):
+    if key and not KEY.fullmatch(key):
         raise InvalidArgument("INVALID_IDEMPOTENCY_KEY",
                               "idempotency_key must be 1-128 characters of letters, digits and . _ : - (e.g. a UUID)",
                               field="idempotency_key")

@@ -132,4 +132,6 @@ def build_spec(settings: Settings, auth: AuthSettings | None = None, **overrides
         full_name=pb.DESCRIPTOR.services_by_name["OrchestratorService"].full_name,
         servicer=build_servicer(settings, auth if auth is not None else default_auth(), **overrides),
         register=pb_grpc.add_OrchestratorServiceServicer_to_server,
+        # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): an AskRequest is a question of at most 4,000 characters and a few IDs.
+        max_receive_message_bytes=1 * 1024 * 1024,
     )

@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ import numpy as np
 from citetrace.embeddings import Embedder, EmbeddingCache, QueryVectorCache
 from citetrace.identity import passage_id_of, sha256_hex, version_id_of
 from citetrace.kit.auth import Principal
+from citetrace.kit.context import check_deadline
 from citetrace.kit.errors import (
     DataLoss,
     DomainError,
@@ -34,6 +34,7 @@ from citetrace.kit.metrics import (
 )
 from citetrace.kit.telemetry import set_attributes, stage
 from citetrace.kit.timestamps import utc_now
+from citetrace.kit.validation import is_locale, pattern
 from citetrace.signing import (
     KeyFileError,
     Keyring,
@@ -83,8 +84,8 @@ from services.retrieval.store.store import Store, VersionConflict, decode_page_t
 log = logging.getLogger("citetrace.retrieval")
 
 SERVICE = "retrieval"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
-_LOCALE = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
+# One definition of the ID pattern (field_rules.yaml), matched whole: no trailing newline slips through.
+_ID = pattern("document_id")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,6 +275,10 @@ def embedding_text(heading_context: str, text: str) -> str:
     """What is embedded and lexically indexed for a passage: its heading context, then its text."""
     return f"{heading_context}\n{text}" if heading_context else text
 
+
+
+def _deadline_check() -> None:
+    check_deadline("IngestDocument")
 
 class RetrievalCore:
     """Built by services/retrieval/bootstrap.py, which chooses the store, backend, model and extractors."""
@@ -525,7 +530,8 @@ class RetrievalCore:
                         outcome = self.store.ingest(item.document, item.version, item.text, item.passages,
                                                     item.version.ingested_at,
                                                     compare_valid_from=item.explicit_valid_from,
-                                                    extraction=item.extraction_record)
+                                                    extraction=item.extraction_record,
+                                                    before_commit=_deadline_check)
                     except VersionConflict as err:
                         results.append(FailedPrecondition(err.reason, err.message))
                         continue
@@ -566,7 +572,7 @@ class RetrievalCore:
                                    "document.tenant_id must be the caller's tenant (from the token)")
         if not doc.document_id:
             raise InvalidArgument("MISSING_DOCUMENT_ID", "document.document_id is required")
-        if not _ID.match(doc.document_id):
+        if not _ID.fullmatch(doc.document_id):
             raise InvalidArgument("INVALID_DOCUMENT_ID",
                                   "document.document_id must match [A-Za-z0-9][A-Za-z0-9._/-]{0,255}")
         if doc.source_class not in SOURCE_CLASSES:
@@ -584,10 +590,10 @@ class RetrievalCore:
         self._check_vocabulary("roles", cmd.roles, AUDIENCE_ROLES, "UNKNOWN_ROLE")
         self._check_vocabulary("intents", cmd.intents, DOCUMENT_INTENTS, "UNKNOWN_INTENT")
         for location in cmd.location_scope:
-            if not _ID.match(location):
+            if not _ID.fullmatch(location):
                 raise InvalidArgument("INVALID_LOCATION_ID", f"location_scope entry {location!r} is malformed")
         locale = cmd.locale or "en"
-        if not _LOCALE.match(locale):
+        if not is_locale(locale):
             raise InvalidArgument("INVALID_LOCALE", f"locale {locale!r} is not a language tag like en or nb-NO")
         now = utc_now()
         valid_from = cmd.valid_from or now
@@ -771,9 +777,9 @@ class RetrievalCore:
             raise InvalidArgument("INVALID_MODE", f"mode {cmd.mode!r} is not hybrid, lexical or vector")
         self._check_vocabulary("scope.intents", cmd.intents, DOCUMENT_INTENTS, "UNKNOWN_INTENT")
         for location in cmd.location_ids:
-            if not _ID.match(location):
+            if not _ID.fullmatch(location):
                 raise InvalidArgument("INVALID_LOCATION_ID", f"scope.location_ids entry {location!r} is malformed")
-        if cmd.locale and not _LOCALE.match(cmd.locale):
+        if cmd.locale and not is_locale(cmd.locale):
             raise InvalidArgument("INVALID_LOCALE", f"scope.locale {cmd.locale!r} is not a language tag")
         # Applied inside both sub-queries by the backend (ScopeFilter clause 9); empty = any.
         self._check_vocabulary("scope.source_classes", cmd.source_classes, SOURCE_CLASSES, "UNKNOWN_SOURCE_CLASS")

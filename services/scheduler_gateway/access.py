@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 from citetrace import vocab as roles
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import InvalidArgument, PermissionDenied
+from citetrace.kit.validation import pattern
 
 from services.scheduler_gateway.domain import Idempotency
 
 MAX_PATIENT_REF_LENGTH = 256
-IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+IDEMPOTENCY_KEY = pattern("key")  # field_rules.yaml; matched whole
 
 # Roles that read appointments and proposals, and that book a slot directly.
 RECORD_ROLES = (roles.PATIENT, roles.STAFF, roles.SERVICE)
@@ -76,7 +76,7 @@ def idempotency(principal: Principal, key: str, operation: str, **fields: object
     key = key.strip()
     if not key:
         return None
-    if not IDEMPOTENCY_KEY.match(key):
+    if not IDEMPOTENCY_KEY.fullmatch(key):
         raise InvalidArgument(
             "INVALID_IDEMPOTENCY_KEY",
             "idempotency_key must be 1-128 characters of letters, digits and . _ : - (e.g. a UUID)",

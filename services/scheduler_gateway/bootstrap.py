@@ -56,6 +56,8 @@ class SchedulerGateway:
             full_name=pb.DESCRIPTOR.services_by_name["SchedulerGatewayService"].full_name,
             servicer=self.servicer,
             register=pb_grpc.add_SchedulerGatewayServiceServicer_to_server,
+            # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): requests are IDs, times and a proposal of at most 50 slots.
+            max_receive_message_bytes=1 * 1024 * 1024,
             warm_up=self.warm_up,
             close=self.close,
         )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from citetrace.kit.validation import pattern
 from sqlalchemy import Engine
 
 from services.scheduler_gateway import schema as s
@@ -40,7 +41,7 @@ from services.scheduler_gateway.domain import (
 )
 
 FORMAT = "citetrace.slots/v1"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_ID = pattern("key")  # field_rules.yaml; matched whole
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 DAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 MAX_GENERATED_DAYS = 366
@@ -143,7 +144,7 @@ class _Checker:
 
     def ident(self, value: Any, path: str) -> str | None:
         text = self.text(value, path)
-        if text is not None and not _ID.match(text):
+        if text is not None and not _ID.fullmatch(text):
             self.error(path, f"{text!r} is not a valid ID (letters, digits, _ . : -; at most 128)")
             return None
         return text

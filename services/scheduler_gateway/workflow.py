@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -21,6 +20,7 @@ from citetrace.kit.auth import Principal
 from citetrace.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from citetrace.kit.telemetry import stage
 from citetrace.kit.timestamps import utc_now
+from citetrace.kit.validation import pattern
 
 from services.scheduler_gateway import access
 from services.scheduler_gateway.core import (
@@ -64,7 +64,7 @@ MAX_OPTIONS = 10
 MAX_CONSEQUENCES = 10
 MAX_TEXT = 2000
 MAX_NOTE = 2000
-TRACE_ID = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
+TRACE_ID = pattern("trace_id")  # field_rules.yaml; matched whole
 SUPPORTED = "SUPPORTED"
 
 
@@ -159,7 +159,7 @@ class WorkflowCore:
             raise InvalidArgument("MISSING_CHANGE_KIND", "kind must be book, reschedule or cancel", field="kind")
         consequences = _checked_consequences(request.consequences)
         trace_id = request.ask_trace_id.strip()
-        if trace_id and not TRACE_ID.match(trace_id):
+        if trace_id and not TRACE_ID.fullmatch(trace_id):
             raise InvalidArgument("INVALID_TRACE_ID", "ask_trace_id must be 1-128 characters of [0-9A-Za-z._:-]",
                                   field="ask_trace_id")
         if len(request.consequence_rules_version) > 128:

@@ -49,6 +49,8 @@ class Trace:
             full_name=pb.DESCRIPTOR.services_by_name["TraceService"].full_name,
             servicer=self.servicer,
             register=pb_grpc.add_TraceServiceServicer_to_server,
+            # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): a RecordTrace carries the whole evidence record: retrieved passages with their text.
+            max_receive_message_bytes=16 * 1024 * 1024,
             warm_up=self.warm_up,
             close=self.close,
         )

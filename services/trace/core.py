@@ -22,7 +22,6 @@ import base64
 import dataclasses
 import datetime as dt
 import heapq
-import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -41,6 +40,7 @@ from citetrace.kit.errors import (
 from citetrace.kit.metrics import record_digest_failure
 from citetrace.kit.telemetry import set_attributes, stage
 from citetrace.kit.timestamps import from_timestamp, naive_utc, to_timestamp, utc_now
+from citetrace.kit.validation import pattern
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
 from services.trace import canonical as C
@@ -65,7 +65,7 @@ LINK_ACTION = "action"
 RETENTION_ROLES = frozenset({R.AUDITOR, R.POLICY_ADMIN, R.SERVICE})
 QUERY_TEXT_ROLES = frozenset(R.READERS_OF_QUERY_TEXT)
 
-TRACE_ID_PATTERN = re.compile(r"^[0-9A-Za-z._:-]{1,128}$")
+TRACE_ID_PATTERN = pattern("trace_id")  # field_rules.yaml; matched whole
 DEFAULT_PAGE_SIZE = 50
 MAX_RUBRIC_NOTE = 8000
 
@@ -243,7 +243,7 @@ class TraceCore:
     def record_trace(self, principal: Principal, record: pb.TraceRecord) -> RecordResult:
         if not record.trace_id:
             raise InvalidArgument("MISSING_TRACE_ID", "record.trace_id is required")
-        if not TRACE_ID_PATTERN.match(record.trace_id):
+        if not TRACE_ID_PATTERN.fullmatch(record.trace_id):
             raise InvalidArgument("INVALID_TRACE_ID",
                                   "record.trace_id must be 1-128 characters of [0-9A-Za-z._:-]")
         _require_role(principal, WRITE_ROLES, "RecordTrace")
@@ -444,11 +444,11 @@ class TraceCore:
     # -- chain links: workflow actions ----------------------------------------------------------
 
     def record_action_event(self, principal: Principal, event: pb.ActionEvent) -> tuple[StoredLink, bool]:
-        if not TRACE_ID_PATTERN.match(event.event_id):
+        if not TRACE_ID_PATTERN.fullmatch(event.event_id):
             raise InvalidArgument("INVALID_EVENT_ID", "event.event_id must be 1-128 characters of [0-9A-Za-z._:-]")
         if event.kind == pb.ACTION_EVENT_KIND_UNSPECIFIED:
             raise InvalidArgument("MISSING_KIND", "event.kind is required")
-        if event.ask_trace_id and not TRACE_ID_PATTERN.match(event.ask_trace_id):
+        if event.ask_trace_id and not TRACE_ID_PATTERN.fullmatch(event.ask_trace_id):
             raise InvalidArgument("INVALID_TRACE_ID", "event.ask_trace_id must be 1-128 characters of [0-9A-Za-z._:-]")
         if len(event.proposal_id) > 128 or len(event.actor_ref) > MAX_ID_CHARS:
             raise InvalidArgument("FIELD_TOO_LONG", "event.proposal_id (128) or event.actor_ref (256) is too long")

@@ -191,13 +191,13 @@ def test_schema_1_databases_are_migrated_in_place(db_url):
 
 @pytest.mark.parametrize(("call", "reason"), [
     (lambda stub, md: stub.ListAppointments(pb.ListAppointmentsRequest(statuses=[ap.APPOINTMENT_STATUS_BOOKED, 99]),
-                                            timeout=TIMEOUT, metadata=md), "UNKNOWN_APPOINTMENT_STATUS"),
+                                            timeout=TIMEOUT, metadata=md), "UNKNOWN_ENUM_VALUE"),
     (lambda stub, md: stub.ListProposals(pb.ListProposalsRequest(statuses=[ap.PROPOSAL_STATUS_PENDING, 99]),
-                                         timeout=TIMEOUT, metadata=md), "UNKNOWN_PROPOSAL_STATUS"),
+                                         timeout=TIMEOUT, metadata=md), "UNKNOWN_ENUM_VALUE"),
 ])
 def test_a_status_number_this_build_does_not_know_is_refused_by_name(auth, sqlite_url, call, reason):
-    """The servicer passes the number on; the workflow core (the one place that checks a request's
-    content) refuses it, naming the field and the value."""
+    """The edge validation layer (citetrace.kit.validation, before the servicer) refuses it, naming
+    the field and the value."""
     with workflow_gateway(auth, sqlite_url) as (stub, _):
         with pytest.raises(grpc.RpcError) as caught:
             call(stub, staff(auth))

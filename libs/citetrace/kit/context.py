@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import Unauthenticated
+from citetrace.kit.errors import DeadlineExceeded, Unauthenticated
 
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("principal", default=None)
 _token: contextvars.ContextVar[str | None] = contextvars.ContextVar("token", default=None)
@@ -31,6 +31,17 @@ def remaining_seconds() -> float | None:
     """Seconds left before the incoming call's deadline, or None when it has none."""
     deadline = _deadline.get()
     return None if deadline is None else deadline - time.monotonic()
+
+
+def check_deadline(what: str) -> None:
+    """Raises DEADLINE_EXCEEDED DEADLINE_PASSED when the incoming call's deadline has passed: a write
+    calls it inside its transaction, just before the commit, so that a write its caller has given up
+    on is never committed (issue 17 §4). A call without a deadline always passes."""
+    left = remaining_seconds()
+    if left is not None and left <= 0:
+        raise DeadlineExceeded("DEADLINE_PASSED",
+                               f"{what} was not committed: the caller's deadline passed {-left:.3f}s ago",
+                               operation=what)
 
 
 @contextlib.contextmanager

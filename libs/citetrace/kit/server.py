@@ -23,7 +23,7 @@ from opentelemetry.instrumentation.grpc import server_interceptor as otel_server
 
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, TokenVerifier
 from citetrace.kit.context import call_context
-from citetrace.kit.errors import Code, DomainError
+from citetrace.kit.errors import Code, DomainError, InvalidArgument
 from citetrace.kit.metrics import (
     GRPC_SERVER_DURATION,
     GRPC_SERVER_HANDLED,
@@ -33,6 +33,7 @@ from citetrace.kit.metrics import (
 )
 from citetrace.kit.settings import ServerSettings, load_settings
 from citetrace.kit.telemetry import TraceContextFilter, flush_telemetry, setup_tracing
+from citetrace.kit.validation import validate_request
 
 log = logging.getLogger("citetrace.server")
 
@@ -65,8 +66,22 @@ def _nothing() -> None:
     return None
 
 
+# Bounds of what an error carries back (status message and ErrorInfo metadata travel in trailing
+# metadata; a client's default limit is 16 KiB): no offending value is echoed beyond a prefix.
+MAX_ERROR_MESSAGE_CHARS = 1024
+MAX_ERROR_METADATA_ENTRIES = 16
+MAX_ERROR_METADATA_CHARS = 256
+
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text)} chars)"
+
+
 def error_status(domain: str, code: Code, reason: str, message: str, metadata: dict[str, str]) -> grpc.Status:
-    info = error_details_pb2.ErrorInfo(reason=reason, domain=domain, metadata=metadata)
+    metadata = {_bounded(k, 64): _bounded(v, MAX_ERROR_METADATA_CHARS)
+                for k, v in list(metadata.items())[:MAX_ERROR_METADATA_ENTRIES]}
+    message = _bounded(message, MAX_ERROR_MESSAGE_CHARS)
+    info = error_details_pb2.ErrorInfo(reason=_bounded(reason, 64), domain=domain, metadata=metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
     status = status_pb2.Status(code=getattr(code_pb2, code.value), message=message, details=[detail])
@@ -88,13 +103,16 @@ class KitInterceptor(grpc.ServerInterceptor):
             return handler
         behavior = handler.unary_unary
         short_method = method.rsplit("/", 1)[-1]
+        deserialize = handler.request_deserializer
 
-        def wrapped(request, context: grpc.ServicerContext):
+        def wrapped(raw: bytes, context: grpc.ServicerContext):
             started = time.perf_counter()
             failure: grpc.Status | None = None
             code_name = "OK"
             try:
                 principal, token = self._verifier.verify_metadata(context.invocation_metadata())
+                request = _decode(deserialize, raw)
+                validate_request(request)
                 with call_context(principal, token, context.time_remaining()):
                     return behavior(request, context)
             except DomainError as err:
@@ -114,11 +132,25 @@ class KitInterceptor(grpc.ServerInterceptor):
                 GRPC_SERVER_DURATION.labels(self._service, short_method).observe(time.perf_counter() - started)
             context.abort_with_status(failure)
 
+        # The request is decoded here rather than by gRPC, so that undecodable bytes (invalid UTF-8
+        # in a string, nesting past the parser's limit, a truncated message) are INVALID_ARGUMENT
+        # with a reason instead of gRPC's INTERNAL "Exception deserializing request!".
         return grpc.unary_unary_rpc_method_handler(
             wrapped,
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=None,
             response_serializer=handler.response_serializer,
         )
+
+
+def _decode(deserialize, raw):
+    if deserialize is None:
+        return raw
+    try:
+        return deserialize(raw)
+    except Exception as exc:  # DecodeError, RecursionError, UnicodeDecodeError: all the caller's bytes
+        raise InvalidArgument("UNDECODABLE_REQUEST",
+                              "the request is not a valid message of this RPC (invalid UTF-8 in a string "
+                              "field, nesting too deep, or malformed bytes)") from exc
 
 
 class ServiceRunner:

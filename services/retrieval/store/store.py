@@ -277,19 +277,23 @@ class Store:
 
     def ingest(self, document: DocumentRecord, version: VersionRecord, text: str,
                passages: list[PassageRecord], now: datetime, *, compare_valid_from: bool = True,
-               extraction: ExtractionRecord | None = None) -> IngestOutcome:
+               extraction: ExtractionRecord | None = None,
+               before_commit: Callable[[], None] = lambda: None) -> IngestOutcome:
         """Stores a version with its passages (and the extraction that made them) in one transaction;
         idempotent for the same text. A concurrent identical ingest that wins the race makes this one
-        report created=False."""
+        report created=False. `before_commit` runs inside the transaction just before it commits; an
+        exception it raises rolls everything back (the caller's deadline check)."""
         for attempt in range(2):
             try:
-                return self._ingest_once(document, version, text, passages, now, compare_valid_from, extraction)
+                return self._ingest_once(document, version, text, passages, now, compare_valid_from, extraction,
+                                         before_commit)
             except IntegrityError:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
-    def _ingest_once(self, document, version, text, passages, now, compare_valid_from, extraction) -> IngestOutcome:
+    def _ingest_once(self, document, version, text, passages, now, compare_valid_from, extraction,
+                     before_commit) -> IngestOutcome:
         with self._session() as s, s.begin():
             doc = s.get(DocumentRow, (document.tenant_id, document.document_id))
             if doc is not None and doc.source_class != document.source_class:
@@ -308,6 +312,7 @@ class Store:
                 self._check_same_metadata(existing, version, compare_valid_from)
                 outcome = self._existing(s, existing, doc, version, passages)
                 self._add_extraction(s, extraction, now)
+                before_commit()
                 return outcome
             if doc is None:
                 doc = DocumentRow(tenant_id=document.tenant_id, document_id=document.document_id,
@@ -331,6 +336,8 @@ class Store:
             superseded = self._supersede(s, new_row, doc.source_class)
             self._seal_row(s, new_row, doc.source_class, INGESTED, now)
             stored = _version_record(new_row, doc.source_class)
+            s.flush()
+            before_commit()
         return IngestOutcome(version=stored, passages=passages, created=True, superseded=superseded)
 
     @staticmethod
