@@ -17,6 +17,7 @@ from opentelemetry.instrumentation.grpc import grpcext
 
 from citetrace.kit import errors
 from citetrace.kit.auth import bearer_metadata
+from citetrace.kit.balancing import client_options, grpc_settings
 from citetrace.kit.context import current_token, remaining_seconds
 
 Stub = TypeVar("Stub")
@@ -37,7 +38,10 @@ def channel(target: str) -> grpc.Channel:
             # A downstream that was down is found again within seconds (gRPC's default reconnect
             # backoff grows to 120 s, which would keep an outbox relay failing long after the
             # service came back).
-            raw = grpc.insecure_channel(target, options=[("grpc.enable_retries", 0),
+            # round_robin over every address the target resolves to (a headless Service:
+            # dns:///name:port), keepalive (citetrace.kit.balancing, CITETRACE_GRPC_*).
+            raw = grpc.insecure_channel(target, options=[*client_options(grpc_settings()),
+                                                         ("grpc.enable_retries", 0),
                                                          ("grpc.initial_reconnect_backoff_ms", 250),
                                                          ("grpc.max_reconnect_backoff_ms", 2000)])
             # The OTel client interceptor is a grpcext interceptor, not a grpc.*ClientInterceptor:

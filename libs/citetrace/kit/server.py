@@ -22,6 +22,7 @@ from grpc_status import rpc_status
 from opentelemetry.instrumentation.grpc import server_interceptor as otel_server_interceptor
 
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, TokenVerifier
+from citetrace.kit.balancing import GrpcSettings, grpc_settings, server_options
 from citetrace.kit.context import call_context
 from citetrace.kit.errors import Code, DomainError, InvalidArgument
 from citetrace.kit.metrics import (
@@ -156,9 +157,12 @@ def _decode(deserialize, raw):
 class ServiceRunner:
     """Start, warm up, serve, drain. Usable in-process (tests: port 0) and from a service main."""
 
-    def __init__(self, spec: ServiceSpec, server_settings: ServerSettings, auth_settings: AuthSettings) -> None:
+    def __init__(self, spec: ServiceSpec, server_settings: ServerSettings, auth_settings: AuthSettings,
+                 balancing: GrpcSettings | None = None) -> None:
         self.spec = spec
         self.settings = server_settings
+        # Connection age and keepalive (CITETRACE_GRPC_*): new pods receive traffic.
+        self.balancing = balancing if balancing is not None else grpc_settings()
         self._verifier = TokenVerifier(auth_settings)
         self._health = health.HealthServicer(experimental_non_blocking=True)
         self._server: grpc.Server | None = None
@@ -177,7 +181,8 @@ class ServiceRunner:
             futures.ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix=self.spec.name),
             interceptors=[otel_server_interceptor(), KitInterceptor(self.spec.name, self._verifier)],
             options=[("grpc.so_reuseport", 0),
-                     ("grpc.max_receive_message_length", self.spec.max_receive_message_bytes)],
+                     ("grpc.max_receive_message_length", self.spec.max_receive_message_bytes),
+                     *server_options(self.balancing)],
         )
         self.spec.register(self.spec.servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
