@@ -115,6 +115,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify = sub.add_parser("verify", help="walk the tenant's hash chain and report the first broken link")
     add_auth(verify)
     verify.set_defaults(func=run_verify)
+    checkpoint = sub.add_parser("checkpoint", help="verify the tenant's chain and write its head as a signed "
+                                "checkpoint outside the trace database")
+    add_auth(checkpoint)
+    checkpoint.set_defaults(func=run_checkpoint)
 
     review = sub.add_parser("review", help="record a review decision on one record")
     review.add_argument("trace_id")
@@ -366,13 +370,21 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     reply = rpc(trace_stub(args).VerifyChain, pb.VerifyChainRequest(tenant_id=args.tenant or ""), token_of(args))
+    against = (f"checked against {reply.checkpoint_detail}" if reply.checkpoint_sequence
+               else f"no signed checkpoint yet ({reply.checkpoint_detail})")
     if reply.ok:
-        print(f"chain ok: {reply.records_checked} record(s) verified")
+        print(f"chain ok: {reply.records_checked} item(s) verified, signatures included; {against}")
         return 0
     print(f"chain BROKEN at sequence {reply.first_broken_sequence}"
           f"{' (trace ' + reply.first_broken_trace_id + ')' if reply.first_broken_trace_id else ''}: "
-          f"{reply.detail}; {reply.records_checked} record(s) read")
+          f"{reply.detail}; {reply.records_checked} item(s) read; {against}")
     return 1
+
+
+def run_checkpoint(args: argparse.Namespace) -> int:
+    reply = rpc(trace_stub(args).CheckpointChain, pb.CheckpointChainRequest(), token_of(args))
+    print(f"checkpoint: sequence {reply.sequence} head {reply.head_hash} signed by {reply.key_id} -> {reply.location}")
+    return 0
 
 
 DECISIONS = {"accepted": pb.REVIEW_DECISION_ACCEPTED, "rejected": pb.REVIEW_DECISION_REJECTED,

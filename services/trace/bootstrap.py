@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 
 from citetrace.kit.auth import AuthSettings
+from citetrace.kit.metrics import CHECKPOINT_AGE
 from citetrace.kit.relay import Periodic
 from citetrace.kit.server import ServiceSpec
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -16,6 +18,7 @@ from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 
 from services.trace.core import PassageReader, TraceCore
 from services.trace.passages import RetrievalPassageReader
+from services.trace.sealing import ChainSealer, CheckpointSink, DirectoryCheckpointSink, build_sealer
 from services.trace.servicer import TraceServicer
 from services.trace.settings import Settings
 from services.trace.store import SqlTraceStore, TraceStore
@@ -31,16 +34,19 @@ class Trace:
     core: TraceCore
     servicer: TraceServicer
     retention: Periodic | None
+    checkpointing: Periodic | None = None
 
     def warm_up(self) -> None:
         self.core.open()
         log.info("trace store ready")
-        if self.retention is not None:
-            self.retention.start()
+        for task in (self.retention, self.checkpointing):
+            if task is not None:
+                task.start()
 
     def close(self) -> None:
-        if self.retention is not None:
-            self.retention.stop(10)
+        for task in (self.retention, self.checkpointing):
+            if task is not None:
+                task.stop(10)
         self.core.store.close()
 
     def spec(self) -> ServiceSpec:
@@ -65,17 +71,43 @@ def _retention_pass(core: TraceCore) -> Callable[[], None]:
     return run
 
 
+def sealer_of(settings: Settings, *, sign: bool = True) -> ChainSealer:
+    """The trace signing key and verify keys the settings name (KeyFileError says what is wrong)."""
+    return build_sealer(provider=settings.signing_provider, key_file=settings.resolved_signing_key(),
+                        verify_key_files=settings.verify_key_files, create=settings.signing_key_create, sign=sign)
+
+
+def _checkpoint_pass(core: TraceCore) -> Callable[[], None]:
+    def run() -> None:
+        done = core.checkpoint_all()
+        if done:
+            log.info("checkpointed %d tenant chain(s)", len(done))
+
+    return run
+
+
 def build(settings: Settings, *, store: TraceStore | None = None, passages: PassageReader | None = None,
-          clock: Callable | None = None) -> Trace:
-    """The service; `store`, `passages` and `clock` replace the ones the settings name (tests)."""
+          clock: Callable | None = None, sealer: ChainSealer | None = None,
+          checkpoints: CheckpointSink | None = None) -> Trace:
+    """The service; `store`, `passages`, `clock`, `sealer` and `checkpoints` replace the ones the
+    settings name (tests)."""
     if passages is None and settings.retrieval_target:
         passages = RetrievalPassageReader(settings.retrieval_target, settings.passage_read_timeout_seconds)
-    core = TraceCore(store or SqlTraceStore(settings.store_url()), retention_days=settings.retention_days,
-                     max_page_size=settings.max_page_size, passages=passages, clock=clock)
+    core = TraceCore(store or SqlTraceStore(settings.store_url()), sealer=sealer or sealer_of(settings),
+                     checkpoints=checkpoints or DirectoryCheckpointSink(settings.resolved_checkpoint_dir()),
+                     retention_days=settings.retention_days, max_page_size=settings.max_page_size,
+                     passages=passages, clock=clock)
     retention = None
     if settings.retention_interval_seconds > 0 and settings.retention_days > 0:
         retention = Periodic("trace-retention", settings.retention_interval_seconds, _retention_pass(core))
-    return Trace(settings, core, TraceServicer(core), retention)
+    checkpointing = None
+    if settings.checkpoint_interval_seconds > 0:
+        checkpointing = Periodic("trace-checkpoint", settings.checkpoint_interval_seconds, _checkpoint_pass(core))
+        started = time.monotonic()
+        # Seconds since this process's last checkpoint (since start while it has made none).
+        CHECKPOINT_AGE.labels(service="trace").set_function(
+            lambda: core.checkpoint_age() if core.checkpoint_age() is not None else time.monotonic() - started)
+    return Trace(settings, core, TraceServicer(core), retention, checkpointing)
 
 
 def build_spec(settings: Settings, auth: AuthSettings | None = None, **adapters) -> ServiceSpec:

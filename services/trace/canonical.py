@@ -131,3 +131,41 @@ def facets_of(record: pb.TraceRecord) -> Facets:
         cited_version_ids=frozenset(c.version_id for c in citations if c.version_id),
         cited_passage_ids=frozenset(c.passage_id for c in citations if c.passage_id),
     )
+
+
+# Link kinds besides workflow actions: the evidence events of the record, each a link of the chain
+# whose body is the canonical JSON of its row (VerifyChain compares the row with the link).
+LINK_REVIEW = "review"
+LINK_VERSION_EVENT = "version_event"
+LINK_REDACTION = "redaction"
+
+
+def review_body(*, review_id: str, trace_id: str, decision: int, reviewer_ref: str, rubric_note: str,
+                answer_record_hash: str, evidence_version_ids, source_policy_version: str,
+                created_at: str) -> bytes:
+    return canonical_json({
+        "review_id": review_id, "trace_id": trace_id, "decision": int(decision), "reviewer_ref": reviewer_ref,
+        "rubric_note": rubric_note, "answer_record_hash": answer_record_hash,
+        "evidence_version_ids": list(evidence_version_ids), "source_policy_version": source_policy_version,
+        "created_at": created_at})
+
+
+def version_event_body(*, version_id: str, kind: int, replaced_by_version_id: str, actor_ref: str,
+                       created_at: str) -> bytes:
+    return canonical_json({"version_id": version_id, "kind": int(kind),
+                           "replaced_by_version_id": replaced_by_version_id, "actor_ref": actor_ref,
+                           "created_at": created_at})
+
+
+def version_event_link_id(version_id: str, kind: int, replaced_by_version_id: str) -> str:
+    """One link per distinct event (the store's idempotency key)."""
+    return "ve-" + sha256_hex(canonical_json([version_id, int(kind), replaced_by_version_id]))[:40]
+
+
+def redaction_body(*, trace_id: str, redacted_at: str, reason: str, actor_ref: str) -> bytes:
+    return canonical_json({"trace_id": trace_id, "redacted_at": redacted_at, "reason": reason,
+                           "actor_ref": actor_ref})
+
+
+def redaction_link_id(trace_id: str) -> str:
+    return "rd-" + sha256_hex(trace_id.encode("utf-8"))[:40]

@@ -22,7 +22,9 @@ import base64
 import dataclasses
 import datetime as dt
 import heapq
+import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -37,24 +39,35 @@ from citetrace.kit.errors import (
     NotFound,
     PermissionDenied,
 )
-from citetrace.kit.metrics import record_digest_failure
+from citetrace.kit.metrics import (
+    CHECKPOINT_MISMATCHES,
+    record_digest_failure,
+    record_signature_failure,
+)
 from citetrace.kit.telemetry import set_attributes, stage
 from citetrace.kit.timestamps import from_timestamp, naive_utc, to_timestamp, utc_now
 from citetrace.kit.validation import pattern
+from citetrace.signing import SignatureError
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
 from services.trace import canonical as C
+from services.trace.sealing import ChainSealer, Checkpoint, CheckpointSink, seal_message
 from services.trace.store import (
     ListFilter,
     NewLink,
     NewRecord,
     RedactionRow,
     ReviewRow,
+    Seal,
+    Sealer,
     StoredLink,
     StoredRecord,
+    TenantEvents,
     TraceStore,
     VersionEventRow,
 )
+
+log = logging.getLogger("citetrace.trace")
 
 READ_ROLES = frozenset({R.STAFF, R.REVIEWER, R.AUDITOR, R.POLICY_ADMIN})
 WRITE_ROLES = frozenset({R.SERVICE})
@@ -84,6 +97,9 @@ class ChainReport:
     first_broken_trace_id: str = ""
     first_broken_sequence: int = 0
     detail: str = ""
+    # The latest signed checkpoint the chain was checked against (0: none) and what was found.
+    checkpoint_sequence: int = 0
+    checkpoint_detail: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,15 +235,18 @@ def without_passage_text(record: pb.TraceRecord) -> None:
 class TraceCore:
     """Built by services/trace/bootstrap.py; opened (migrations) at warm-up."""
 
-    def __init__(self, store: TraceStore, *, retention_days: int = 365,
-                 clock: Callable[[], dt.datetime] | None = None, max_page_size: int = 500,
-                 passages: PassageReader | None = None) -> None:
+    def __init__(self, store: TraceStore, *, sealer: ChainSealer, checkpoints: CheckpointSink | None = None,
+                 retention_days: int = 365, clock: Callable[[], dt.datetime] | None = None,
+                 max_page_size: int = 500, passages: PassageReader | None = None) -> None:
         self.store = store
+        self.sealer = sealer
+        self.checkpoints = checkpoints
         self.passages = passages
         self.retention_days = retention_days
         self.now = MonotonicClock(clock) if not isinstance(clock, MonotonicClock) else clock
         self.max_page_size = max_page_size
         self._ready = False
+        self._last_checkpoint: float | None = None
 
     def open(self) -> None:
         """Brings the store's schema up to date; the core serves from then on."""
@@ -237,6 +256,18 @@ class TraceCore:
     @property
     def ready(self) -> bool:
         return self._ready
+
+    def _sealed(self, tenant_id: str, hash_of: Callable[[int, str], str]) -> Sealer:
+        """The store's sealer: the item's hash at its place in the chain, signed with the trace key."""
+        def seal(sequence: int, previous_hash: str) -> Seal:
+            item_hash = hash_of(sequence, previous_hash)
+            key_id, signature = self.sealer.sign(seal_message(tenant_id, sequence, item_hash))
+            return Seal(item_hash, key_id, signature)
+
+        return seal
+
+    def _link_sealer(self, link: NewLink) -> Sealer:
+        return self._sealed(link.tenant_id, lambda sequence, previous: link_hash_of(link, sequence, previous))
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -273,7 +304,7 @@ class TraceCore:
                 return C.record_hash(tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence,
                                      previous_hash=previous_hash, query_digest=digest, body=body)
 
-            result = self.store.append(new, hasher)
+            result = self.store.append(new, self._sealed(new.tenant_id, hasher))
             set_attributes(span, created=result.created)
             if not result.created:
                 self._check_same(result.record, incoming, given_created_at, raw, normalized)
@@ -412,7 +443,8 @@ class TraceCore:
             decision=int(decision), reviewer_ref=principal.subject, rubric_note=rubric_note,
             answer_record_hash=stored.record_hash, evidence_version_ids=tuple(evidence),
             source_policy_version=record.source_policy_version, created_at=self.now())
-        self.store.add_review(row)
+        link = review_link(row)
+        self.store.add_review(row, link, self._link_sealer(link))
         return row
 
     def list_reviews(self, principal: Principal, trace_id: str, page_size: int = 0, page_token: str = "") -> Page:
@@ -436,10 +468,12 @@ class TraceCore:
         if kind not in pb.VersionEventKind.values():
             raise InvalidArgument("INVALID_KIND", f"kind {kind} is not a VersionEventKind")
         _require_role(principal, VERSION_EVENT_ROLES, "RecordVersionEvent")
-        return self.store.add_version_event(VersionEventRow(
+        row = VersionEventRow(
             tenant_id=principal.tenant_id, version_id=version_id, kind=int(kind),
             replaced_by_version_id=replaced_by_version_id, actor_ref=principal.subject,
-            created_at=self.now()))
+            created_at=self.now())
+        link = version_event_link(row)
+        return self.store.add_version_event(row, link, self._link_sealer(link))
 
     # -- chain links: workflow actions ----------------------------------------------------------
 
@@ -459,10 +493,7 @@ class TraceCore:
                           subject_trace_id=event.ask_trace_id, subject_ref=event.proposal_id,
                           created_at=self.now(), body=body)
 
-            def hasher(sequence: int, previous_hash: str) -> str:
-                return link_hash_of(new, sequence, previous_hash)
-
-            created, stored = self.store.append_link(new, hasher)
+            created, stored = self.store.append_link(new, self._link_sealer(new))
             set_attributes(span, created=created)
         if not created and (stored.kind, stored.body) != (LINK_ACTION, body):
             raise AlreadyExists("EVENT_ID_CONFLICT", f"action event {event.event_id} is already stored with other "
@@ -485,12 +516,67 @@ class TraceCore:
         _require_role(principal, READ_ROLES | {R.SERVICE}, "VerifyChain")
         if tenant_id and tenant_id != principal.tenant_id:
             raise NotFound("TENANT_NOT_FOUND", f"no chain for tenant {tenant_id}")
-        with stage("trace", "trace.verify", tenant=principal.tenant_id) as span:
-            report = verify_chain(self.store, principal.tenant_id)
+        return self.verify_tenant(principal.tenant_id)
+
+    def verify_tenant(self, tenant_id: str) -> ChainReport:
+        """The tenant's chain against its signatures and its latest signed checkpoint."""
+        with stage("trace", "trace.verify", tenant=tenant_id) as span:
+            report = verify_chain(self.store, tenant_id, self.sealer, self.checkpoints)
             set_attributes(span, ok=report.ok, records_checked=report.records_checked)
         if not report.ok:
             record_digest_failure("trace", "trace_chain")
         return report
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def checkpoint(self, principal: Principal) -> tuple[Checkpoint, str]:
+        """On demand: the caller's tenant's head as a signed checkpoint in the sink."""
+        _require_role(principal, RETENTION_ROLES, "CheckpointChain")
+        return self.checkpoint_tenant(principal.tenant_id)
+
+    def checkpoint_tenant(self, tenant_id: str) -> tuple[Checkpoint, str]:
+        """Verifies the chain since the latest checkpoint, then writes the head as a new signed
+        checkpoint (a chain that no longer verifies is not checkpointed: FAILED_PRECONDITION with
+        the reason, so a rewrite cannot be sealed over)."""
+        if self.checkpoints is None:
+            raise FailedPrecondition("NO_CHECKPOINT_SINK", "no checkpoint sink is configured")
+        with stage("trace", "trace.checkpoint", tenant=tenant_id) as span:
+            report = self.verify_tenant(tenant_id)
+            if not report.ok:
+                set_attributes(span, ok=False)
+                raise FailedPrecondition(
+                    "CHAIN_BROKEN", f"the chain does not verify at sequence {report.first_broken_sequence}: "
+                    f"{report.detail}", sequence=str(report.first_broken_sequence))
+            head = self.store.head(tenant_id)
+            sequence, head_hash = (head.sequence, head.record_hash) if head else (0, C.GENESIS_HASH)
+            checkpoint = self.sealer.checkpoint(tenant_id, sequence, head_hash, self.now())
+            where = self.checkpoints.write(checkpoint)
+            set_attributes(span, ok=True, sequence=sequence)
+        self._last_checkpoint = time.monotonic()
+        return checkpoint, where
+
+    def checkpoint_all(self) -> dict[str, int]:
+        """The scheduled pass: a checkpoint per tenant whose head moved since its latest one."""
+        done: dict[str, int] = {}
+        if self.checkpoints is None:
+            return done
+        for tenant in self.store.tenants():
+            head = self.store.head(tenant)
+            latest, _ = self.checkpoints.latest(tenant)
+            if head is None or (latest is not None and latest.sequence == head.sequence
+                                and latest.head_hash == head.record_hash):
+                continue
+            try:
+                checkpoint, _ = self.checkpoint_tenant(tenant)
+            except FailedPrecondition:
+                log.error("trace: tenant %s not checkpointed: its chain does not verify", tenant)
+                continue
+            done[tenant] = checkpoint.sequence
+        return done
+
+    def checkpoint_age(self) -> float | None:
+        """Seconds since this process wrote its last checkpoint (None: none yet)."""
+        return None if self._last_checkpoint is None else time.monotonic() - self._last_checkpoint
 
     def apply_retention(self, principal: Principal, retention_days: int) -> int:
         if retention_days < 0:
@@ -506,7 +592,8 @@ class TraceCore:
         with stage("trace", "trace.retention", tenant=tenant_id) as span:
             redacted = self.store.redact_older_than(
                 tenant_id, now - dt.timedelta(days=days),
-                reason=f"retention: query text older than {days} days", actor_ref=actor_ref, now=now)
+                reason=f"retention: query text older than {days} days", actor_ref=actor_ref, now=now,
+                link_of=redaction_link, seal_link=self._link_sealer)
             set_attributes(span, redacted=redacted)
         return redacted
 
@@ -524,10 +611,93 @@ def link_hash_of(link: NewLink | StoredLink, sequence: int, previous_hash: str) 
                        subject_ref=link.subject_ref, created_at=link.created_at.isoformat(), body=link.body)
 
 
-def _broken_link(link: StoredLink) -> str:
+def review_link(row: ReviewRow) -> NewLink:
+    return NewLink(tenant_id=row.tenant_id, link_id=row.review_id, kind=C.LINK_REVIEW, subject_trace_id=row.trace_id,
+                   subject_ref="", created_at=row.created_at, body=_review_body(row))
+
+
+def _review_body(row: ReviewRow) -> bytes:
+    return C.review_body(review_id=row.review_id, trace_id=row.trace_id, decision=row.decision,
+                         reviewer_ref=row.reviewer_ref, rubric_note=row.rubric_note,
+                         answer_record_hash=row.answer_record_hash, evidence_version_ids=row.evidence_version_ids,
+                         source_policy_version=row.source_policy_version, created_at=row.created_at.isoformat())
+
+
+def version_event_link(row: VersionEventRow) -> NewLink:
+    return NewLink(tenant_id=row.tenant_id,
+                   link_id=C.version_event_link_id(row.version_id, row.kind, row.replaced_by_version_id),
+                   kind=C.LINK_VERSION_EVENT, subject_trace_id="", subject_ref=row.version_id[:128],
+                   created_at=row.created_at, body=_version_event_body(row))
+
+
+def _version_event_body(row: VersionEventRow) -> bytes:
+    return C.version_event_body(version_id=row.version_id, kind=row.kind,
+                                replaced_by_version_id=row.replaced_by_version_id, actor_ref=row.actor_ref,
+                                created_at=row.created_at.isoformat())
+
+
+def redaction_link(row: RedactionRow) -> NewLink:
+    return NewLink(tenant_id=row.tenant_id, link_id=C.redaction_link_id(row.trace_id), kind=C.LINK_REDACTION,
+                   subject_trace_id=row.trace_id, subject_ref="", created_at=row.redacted_at,
+                   body=_redaction_body(row))
+
+
+def _redaction_body(row: RedactionRow) -> bytes:
+    return C.redaction_body(trace_id=row.trace_id, redacted_at=row.redacted_at.isoformat(), reason=row.reason,
+                            actor_ref=row.actor_ref)
+
+
+class _EventRows:
+    """The tenant's review, version event and redaction rows by the ID of the link each must have."""
+
+    def __init__(self, events: TenantEvents) -> None:
+        self.rows: dict[tuple[str, str], bytes] = {}
+        self.about: dict[tuple[str, str], str] = {}  # -> the trace the row is about
+        for review in events.reviews:
+            self._add(C.LINK_REVIEW, review.review_id, _review_body(review), review.trace_id)
+        for event in events.version_events:
+            self._add(C.LINK_VERSION_EVENT, version_event_link(event).link_id, _version_event_body(event), "")
+        for redaction in events.redactions:
+            self._add(C.LINK_REDACTION, C.redaction_link_id(redaction.trace_id), _redaction_body(redaction),
+                      redaction.trace_id)
+        self.linked: set[tuple[str, str]] = set()
+
+    def _add(self, kind: str, link_id: str, body: bytes, trace_id: str) -> None:
+        key = (kind, link_id)
+        # Two rows for one link (a second redaction of a record, a duplicated review): the extra one is
+        # unlinked and reported; keep the first body for the comparison.
+        if key in self.rows:
+            key = (kind, link_id + "#duplicate")
+        self.rows.setdefault(key, body)
+        self.about[key] = trace_id
+
+    def check(self, link: StoredLink) -> str:
+        key = (link.kind, link.link_id)
+        self.linked.add(key)
+        table = {C.LINK_REVIEW: "trace_reviews", C.LINK_VERSION_EVENT: "trace_version_events",
+                 C.LINK_REDACTION: "trace_redactions"}[link.kind]
+        row = self.rows.get(key)
+        if row is None:
+            return f"its row in {table} is missing (deleted behind the service)"
+        if row != link.body:
+            return f"its row in {table} differs from the chained event (edited behind the service)"
+        return ""
+
+    def unlinked(self) -> list[tuple[str, str, str]]:
+        """(kind, link ID, trace ID) of rows no chain link holds (written behind the service)."""
+        return [(kind, link_id, self.about[(kind, link_id)]) for kind, link_id in self.rows
+                if (kind, link_id) not in self.linked]
+
+
+_EVENT_KINDS = (C.LINK_REVIEW, C.LINK_VERSION_EVENT, C.LINK_REDACTION)
+
+
+def _broken_link(link: StoredLink, events: _EventRows) -> str:
     """Why a stored link does not verify ('' when it does), apart from its place in the chain."""
     if link_hash_of(link, link.sequence, link.previous_hash) != link.link_hash:
         return "link_hash does not match the stored link content"
+    if link.kind in _EVENT_KINDS:
+        return events.check(link)
     if link.kind != LINK_ACTION:
         return f"unknown link kind {link.kind!r}"
     try:
@@ -554,65 +724,129 @@ def _chain_items(store: TraceStore, tenant_id: str):
     return heapq.merge(store.chain(tenant_id), links(), key=lambda item: item.sequence)
 
 
-def verify_chain(store: TraceStore, tenant_id: str) -> ChainReport:
-    """Walks the tenant's chain in sequence order and reports the first broken link: a gap in the
-    sequence, a previous_hash that does not name the record before, a record_hash that does not
-    match the stored content, query text that does not match its committed digest, indexed columns
-    or facets that disagree with the body, or a chain head that disagrees with the last record."""
+def _signature_problem(sealer: ChainSealer, tenant_id: str, sequence: int, item_hash: str, key_id: str,
+                       signature: str) -> str:
+    try:
+        sealer.verify(key_id, seal_message(tenant_id, sequence, item_hash), signature)
+    except SignatureError as err:
+        record_signature_failure("trace", "trace_link")
+        return f"signature {err.reason}: {err.message} (rewritten behind the service: the hash was recomputed " \
+               "without the trace signing key)"
+    return ""
+
+
+def _record_problem(stored: StoredRecord) -> str:
+    """Why a stored record's content does not verify ('' when it does)."""
+    recomputed = C.record_hash(tenant_id=stored.tenant_id, trace_id=stored.trace_id, sequence=stored.sequence,
+                               previous_hash=stored.previous_hash, query_digest=stored.query_digest,
+                               body=stored.body)
+    if recomputed != stored.record_hash:
+        return "record_hash does not match the stored record content"
+    if stored.redacted:
+        if stored.query_raw or stored.query_normalized:
+            return "query text present on a redacted record"
+    elif stored.nonce is None or C.query_digest(
+            stored.query_raw, stored.query_normalized, stored.nonce) != stored.query_digest:
+        return "query text does not match its committed digest"
+    try:
+        body = pb.TraceRecord.FromString(stored.body)
+    except Exception:  # noqa: BLE001 - a corrupt body is a broken link, not a crash
+        return "stored body is not a TraceRecord"
+    facet_set = C.facets_of(body)
+    if (body.tenant_id != stored.tenant_id or body.trace_id != stored.trace_id
+            or facet_set.outcome != stored.outcome or naive_utc(from_timestamp(body.created_at)) != stored.created_at):
+        return "indexed columns disagree with the stored record"
+    if frozenset(facet_set.rows()) != stored.facets:
+        return "filter index (facets) disagrees with the stored record"
+    return ""
+
+
+def verify_chain(store: TraceStore, tenant_id: str, sealer: ChainSealer,
+                 checkpoints: CheckpointSink | None = None) -> ChainReport:
+    """Walks the tenant's chain in sequence order and reports the first broken item: a gap in the
+    sequence, a previous_hash that does not name the item before, a hash that does not match the
+    stored content, a signature the trace key did not make (a rehashed rewrite), query text that
+    does not match its committed digest, indexed columns or facets that disagree with the body, a
+    review / version event / redaction row that differs from its chain link or has none, a redacted
+    question without its redaction event, a chain head that disagrees with the last item, and a
+    chain that ends before (or differs at) the latest signed checkpoint outside the database."""
     expected_prev = C.GENESIS_HASH
     expected_seq = 1
     checked = 0
+    checkpoint, where = checkpoints.latest(tenant_id) if checkpoints is not None else (None, "no checkpoint sink")
+    cp_sequence = checkpoint.sequence if checkpoint else 0
+    cp_note = where if checkpoint is None else f"checkpoint {where} (sequence {cp_sequence}, {checkpoint.created_at})"
+    hash_at_checkpoint = ""
+    events = _EventRows(store.tenant_events(tenant_id))
+    sequence_of: dict[str, int] = {}
+    redacted: list[tuple[int, str]] = []
 
-    def broken(stored: StoredRecord | None, sequence: int, detail: str) -> ChainReport:
-        return ChainReport(False, checked, stored.trace_id if stored else "", sequence, detail)
+    def report(ok: bool, trace_id: str = "", sequence: int = 0, detail: str = "") -> ChainReport:
+        return ChainReport(ok, checked, trace_id, sequence, detail, cp_sequence, cp_note)
 
-    for stored in _chain_items(store, tenant_id):
-        checked += 1
-        if isinstance(stored, StoredLink):
-            if stored.sequence != expected_seq:
-                return ChainReport(False, checked, stored.subject_trace_id, expected_seq,
-                                   f"sequence gap: expected link {expected_seq}, found {stored.sequence}")
-            detail = ("previous_hash does not match the hash of the record before"
-                      if stored.previous_hash != expected_prev else _broken_link(stored))
-            if detail:
-                return ChainReport(False, checked, stored.subject_trace_id, stored.sequence,
-                                   f"chain link {stored.link_id}: {detail}")
-            expected_prev = stored.link_hash
-            expected_seq += 1
-            continue
-        if stored.sequence != expected_seq:
-            return broken(stored, expected_seq,
-                          f"sequence gap: expected record {expected_seq}, found {stored.sequence}")
-        if stored.previous_hash != expected_prev:
-            return broken(stored, stored.sequence,
-                          "previous_hash does not match the record hash of the record before")
-        recomputed = C.record_hash(tenant_id=stored.tenant_id, trace_id=stored.trace_id, sequence=stored.sequence,
-                                   previous_hash=stored.previous_hash, query_digest=stored.query_digest,
-                                   body=stored.body)
-        if recomputed != stored.record_hash:
-            return broken(stored, stored.sequence, "record_hash does not match the stored record content")
-        if stored.redacted:
-            if stored.query_raw or stored.query_normalized:
-                return broken(stored, stored.sequence, "query text present on a redacted record")
-        elif stored.nonce is None or C.query_digest(
-                stored.query_raw, stored.query_normalized, stored.nonce) != stored.query_digest:
-            return broken(stored, stored.sequence, "query text does not match its committed digest")
+    if checkpoint is not None:
         try:
-            body = pb.TraceRecord.FromString(stored.body)
-        except Exception:  # noqa: BLE001 - a corrupt body is a broken link, not a crash
-            return broken(stored, stored.sequence, "stored body is not a TraceRecord")
-        facet_set = C.facets_of(body)
-        if (body.tenant_id != stored.tenant_id or body.trace_id != stored.trace_id
-                or facet_set.outcome != stored.outcome or naive_utc(from_timestamp(body.created_at)) != stored.created_at):
-            return broken(stored, stored.sequence, "indexed columns disagree with the stored record")
-        if frozenset(facet_set.rows()) != stored.facets:
-            return broken(stored, stored.sequence, "filter index (facets) disagrees with the stored record")
-        expected_prev = stored.record_hash
+            sealer.verify_checkpoint(checkpoint)
+        except SignatureError as err:
+            record_signature_failure("trace", "checkpoint")
+            CHECKPOINT_MISMATCHES.labels(service="trace").inc()
+            return report(False, "", checkpoint.sequence, f"{cp_note}: signature {err.reason}: {err.message}")
+        if checkpoint.tenant_id != tenant_id:
+            CHECKPOINT_MISMATCHES.labels(service="trace").inc()
+            return report(False, "", checkpoint.sequence, f"{cp_note} names tenant {checkpoint.tenant_id}")
+
+    for item in _chain_items(store, tenant_id):
+        checked += 1
+        is_link = isinstance(item, StoredLink)
+        trace_id = item.subject_trace_id if is_link else item.trace_id
+        what = f"chain link {item.link_id} ({item.kind})" if is_link else f"record {item.trace_id}"
+        item_hash = item.link_hash if is_link else item.record_hash
+        if item.sequence != expected_seq:
+            return report(False, trace_id, expected_seq,
+                          f"sequence gap: expected {'link' if is_link else 'record'} {expected_seq}, "
+                          f"found {item.sequence} (sequence {expected_seq} is missing)")
+        if item.previous_hash != expected_prev:
+            return report(False, trace_id, item.sequence,
+                          f"{what}: previous_hash does not match the hash of the item before")
+        detail = _broken_link(item, events) if is_link else _record_problem(item)
+        if not detail:
+            detail = _signature_problem(sealer, tenant_id, item.sequence, item_hash, item.key_id, item.signature)
+        if detail:
+            return report(False, trace_id, item.sequence, detail if not is_link else f"{what}: {detail}")
+        if not is_link:
+            sequence_of[item.trace_id] = item.sequence
+            if item.redacted:
+                redacted.append((item.sequence, item.trace_id))
+        if item.sequence == cp_sequence:
+            hash_at_checkpoint = item_hash
+        expected_prev = item_hash
         expected_seq += 1
+
+    problems: list[tuple[int, str, str]] = []  # (sequence, trace ID, detail): the lowest sequence is reported
+    if checkpoint is not None:
+        if checked < cp_sequence:
+            problems.append((checked + 1, "", f"records missing at the end: the chain ends at sequence {checked} but "
+                             f"the signed {cp_note} names head {checkpoint.head_hash[:16]}...; first missing "
+                             f"sequence {checked + 1}"))
+        elif hash_at_checkpoint != checkpoint.head_hash:
+            problems.append((cp_sequence, "", f"the item at sequence {cp_sequence} differs from the signed {cp_note} "
+                             "(the chain was rewritten)"))
     head = store.head(tenant_id)
     if head is not None and (head.sequence != checked or head.record_hash != expected_prev):
-        return ChainReport(False, checked, "", checked + 1,
-                           f"chain head names record {head.sequence} but {checked} records were found "
-                           "(records missing at the end)")
-    return ChainReport(True, checked)
-
+        problems.append((checked + 1, "", f"chain head names record {head.sequence} but {checked} records were "
+                         "found (records missing at the end)"))
+    redaction_links = {link_id for kind, link_id in events.linked if kind == C.LINK_REDACTION}
+    for sequence, trace_id in redacted:
+        if C.redaction_link_id(trace_id) not in redaction_links:
+            problems.append((sequence, trace_id, f"record {trace_id}: question redacted without a redaction event in "
+                             "the chain"))
+    for kind, link_id, trace_id in events.unlinked():
+        problems.append((sequence_of.get(trace_id, checked + 1), trace_id,
+                         f"{kind.replace('_', ' ')} {link_id.split('#')[0]} is not a link of the chain (written "
+                         "behind the service)"))
+    if problems:
+        if any("checkpoint" in p[2] for p in problems):
+            CHECKPOINT_MISMATCHES.labels(service="trace").inc()
+        sequence, trace_id, detail = min(problems, key=lambda p: p[0])
+        return report(False, trace_id, sequence, detail)
+    return report(True)

@@ -3,6 +3,8 @@ services.trace.core. Built with its core by services/trace/bootstrap.py."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from citetrace.kit.context import current_principal
 from citetrace.kit.errors import Unavailable
 from citetrace.kit.timestamps import field_time, to_timestamp
@@ -74,7 +76,14 @@ class TraceServicer(pb_grpc.TraceServiceServicer):
         return pb.VerifyChainResponse(
             ok=report.ok, records_checked=report.records_checked,
             first_broken_trace_id=report.first_broken_trace_id,
-            first_broken_sequence=report.first_broken_sequence, detail=report.detail)
+            first_broken_sequence=report.first_broken_sequence, detail=report.detail,
+            checkpoint_sequence=report.checkpoint_sequence, checkpoint_detail=report.checkpoint_detail)
+
+    def CheckpointChain(self, request, context):
+        checkpoint, where = self.core.checkpoint(current_principal())
+        created = to_timestamp(dt.datetime.fromisoformat(checkpoint.created_at.removesuffix("Z")))
+        return pb.CheckpointChainResponse(sequence=checkpoint.sequence, head_hash=checkpoint.head_hash,
+                                          created_at=created, key_id=checkpoint.key_id, location=where)
 
     def ApplyRetention(self, request, context):
         return pb.ApplyRetentionResponse(redacted=self.core.apply_retention(current_principal(),

@@ -28,6 +28,20 @@ class Settings(ServerSettings):
     # keep passage identities only); empty: records are returned without passage text.
     retrieval_target: str = "127.0.0.1:50052"
     passage_read_timeout_seconds: float = 2.0
+    # The seal (issue 16, services/trace/sealing.py): every record and chain link is signed with an
+    # Ed25519 key outside the database (provider "file": a PEM PKCS#8 key file, default
+    # data_dir/keys/trace-signing.pem; a KMS provider registered in citetrace.signing otherwise).
+    signing_provider: str = "file"
+    signing_key_file: Path | None = None
+    # Create the key file when it is missing (development; deployments set false and mount the key).
+    signing_key_create: bool = True
+    # Further PEM public keys that verify (rotation: the old keys' public halves).
+    verify_key_files: tuple[str, ...] = ()
+    # Signed chain-head checkpoints go to this directory (append-only files; mount it from storage
+    # the database's writers cannot write). Default data_dir/checkpoints.
+    checkpoint_dir: Path | None = None
+    # A checkpoint of every tenant whose head moved, this often (seconds); 0 = only on request.
+    checkpoint_interval_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -35,6 +49,15 @@ class Settings(ServerSettings):
         require(self.retention_interval_seconds >= 0, "retention_interval_seconds must be >= 0")
         require(self.max_page_size >= 1, "max_page_size must be >= 1")
         require(self.passage_read_timeout_seconds > 0, "passage_read_timeout_seconds must be > 0")
+        require(self.checkpoint_interval_seconds >= 0, "checkpoint_interval_seconds must be >= 0")
+        require(self.signing_provider == "file" or self.signing_key_file is not None,
+                "signing_key_file (the key reference) is required for a signing provider other than file")
+
+    def resolved_signing_key(self) -> Path:
+        return self.signing_key_file or (self.data_dir / "keys" / "trace-signing.pem")
+
+    def resolved_checkpoint_dir(self) -> Path:
+        return self.checkpoint_dir or (self.data_dir / "checkpoints")
 
     def store_url(self) -> str:
         if self.database_url:

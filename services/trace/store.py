@@ -11,7 +11,11 @@ Tables (created by the Alembic migrations in services/trace/migrations):
 - trace_chain_heads: per tenant the last sequence and hash; its row lock serializes appends.
 - trace_reviews, trace_version_events, trace_redactions: append-only event tables.
 - trace_chain_links: links of the same per-tenant chain that are not an Ask's record (workflow
-  actions); they take their sequence from the same chain head, so records and links form one chain.
+  actions, reviews, version events, redactions); they take their sequence from the same chain head,
+  so records and links form one chain. A review, version event or redaction row is written in the
+  transaction of its link; VerifyChain compares each row with its link.
+- every record and link stores the trace authority's Ed25519 signature of its hash (key_id,
+  signature; migration 0003): the key lives outside the database.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ records = sa.Table(
     sa.Column("body", sa.LargeBinary, nullable=False),
     sa.Column("previous_hash", sa.String(64), nullable=False),
     sa.Column("record_hash", sa.String(64), nullable=False),
+    sa.Column("key_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("signature", sa.String(128), nullable=False, server_default=""),
 )
 facets = sa.Table(
     "trace_facets", metadata,
@@ -119,6 +125,8 @@ chain_links = sa.Table(
     sa.Column("body", sa.LargeBinary, nullable=False),
     sa.Column("previous_hash", sa.String(64), nullable=False),
     sa.Column("link_hash", sa.String(64), nullable=False),
+    sa.Column("key_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("signature", sa.String(128), nullable=False, server_default=""),
 )
 
 
@@ -157,6 +165,8 @@ class StoredRecord:
     redacted: bool
     needs_review: bool = False
     facets: frozenset[tuple[str, str]] = frozenset()
+    key_id: str = ""
+    signature: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,6 +231,8 @@ class StoredLink:
     body: bytes
     previous_hash: str
     link_hash: str
+    key_id: str = ""
+    signature: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,9 +247,33 @@ class ListFilter:
 
 
 @dataclasses.dataclass(frozen=True)
+class Seal:
+    """A chain item's hash and the trace authority's signature of it (base64), made by the core's
+    sealer from the item's sequence and the hash before it, inside the append's transaction."""
+
+    hash: str
+    key_id: str
+    signature: str
+
+
+# (sequence, previous hash) -> the item's Seal
+Sealer = Callable[[int, str], Seal]
+
+
+@dataclasses.dataclass(frozen=True)
 class ChainHead:
     sequence: int
     record_hash: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TenantEvents:
+    """Every review, version event and redaction row of a tenant (what VerifyChain compares with
+    their chain links)."""
+
+    reviews: list[ReviewRow]
+    version_events: list[VersionEventRow]
+    redactions: list[RedactionRow]
 
 
 class TraceStore(Protocol):
@@ -245,20 +281,22 @@ class TraceStore(Protocol):
     serialized per tenant (no two records of a tenant get the same sequence or previous hash)."""
 
     def migrate(self) -> None: ...
-    def append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult: ...
+    def append(self, new: NewRecord, sealer: Sealer) -> AppendResult: ...
     def get(self, tenant_id: str, trace_id: str) -> StoredRecord | None: ...
     def list(self, tenant_id: str, flt: ListFilter, before_sequence: int | None,
              limit: int) -> list[StoredRecord]: ...
     def chain(self, tenant_id: str, batch: int = 500) -> Iterator[StoredRecord]: ...
     def head(self, tenant_id: str) -> ChainHead | None: ...
-    def add_review(self, row: ReviewRow) -> None: ...
+    def add_review(self, row: ReviewRow, link: NewLink, sealer: Sealer) -> None: ...
     def list_reviews(self, tenant_id: str, trace_id: str, offset: int, limit: int) -> list[ReviewRow]: ...
-    def add_version_event(self, row: VersionEventRow) -> int: ...
+    def add_version_event(self, row: VersionEventRow, link: NewLink, sealer: Sealer) -> int: ...
     def redact_older_than(self, tenant_id: str, cutoff: dt.datetime, reason: str, actor_ref: str,
-                          now: dt.datetime) -> int: ...
+                          now: dt.datetime, link_of: Callable[[RedactionRow], NewLink],
+                          seal_link: Callable[[NewLink], Sealer]) -> int: ...
     def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]: ...
+    def tenant_events(self, tenant_id: str) -> TenantEvents: ...
     def tenants(self) -> list[str]: ...
-    def append_link(self, new: NewLink, hasher: Callable[[int, str], str]) -> tuple[bool, StoredLink]: ...
+    def append_link(self, new: NewLink, sealer: Sealer) -> tuple[bool, StoredLink]: ...
     def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
               after_sequence: int = 0, limit: int = 500) -> list[StoredLink]: ...
     def close(self) -> None: ...
@@ -340,75 +378,75 @@ class SqlTraceStore:
         row = conn.execute(query).one()
         return ChainHead(int(row.sequence), row.record_hash)
 
-    def append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult:
+    def _serialized(self, work: Callable[[Connection], object]):
+        """Runs `work` in one transaction that holds the tenant's chain head. SQLite has one writer
+        anyway: this process's writers queue on a lock instead of in SQLite's busy handler (which
+        sleeps in growing steps and makes the tail latency long); BEGIN IMMEDIATE still serializes
+        writers of other processes on the same file. PostgreSQL: the head's row lock does."""
         if self.dialect == "sqlite":
-            # SQLite has one writer anyway: queue this process's writers on a lock instead of in
-            # SQLite's busy handler (which sleeps in growing steps and makes the tail latency long).
-            # BEGIN IMMEDIATE still serializes writers of other processes on the same file.
-            with self._lock:
-                return self._append(new, hasher)
-        return self._append(new, hasher)
-
-    def _append(self, new: NewRecord, hasher: Callable[[int, str], str]) -> AppendResult:
+            with self._lock, self.engine.begin() as conn:
+                return work(conn)
         with self.engine.begin() as conn:
-            head = self._lock_head(conn, new.tenant_id)
-            # A redelivery is rare: a primary-key probe first, the full record only when it exists.
-            if conn.execute(_EXISTS_QUERY, {"tenant_id": new.tenant_id, "trace_id": new.trace_id}).first():
-                existing = self._get(conn, new.tenant_id, new.trace_id)
-                if existing is not None:
-                    return AppendResult(False, existing)
-            sequence = head.sequence + 1
-            record_hash = hasher(sequence, head.record_hash)
-            stored_at = naive_utc(utc_now())
-            conn.execute(records.insert().values(
-                tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
-                stored_at=stored_at, outcome=new.outcome, principal_ref=new.principal_ref,
-                query_digest=new.query_digest, body=new.body, previous_hash=head.record_hash,
-                record_hash=record_hash))
-            if new.facets:
-                conn.execute(facets.insert(), [
-                    {"tenant_id": new.tenant_id, "trace_id": new.trace_id, "kind": kind, "value": value}
-                    for kind, value in sorted(new.facets)])
-            conn.execute(queries.insert().values(
-                tenant_id=new.tenant_id, trace_id=new.trace_id, raw=new.query_raw,
-                normalized=new.query_normalized, nonce=new.nonce, redacted=False))
-            conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
-                         .values(sequence=sequence, record_hash=record_hash))
-            stored = StoredRecord(
-                tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
-                outcome=new.outcome, principal_ref=new.principal_ref, body=new.body,
-                previous_hash=head.record_hash, record_hash=record_hash, query_digest=new.query_digest,
-                query_raw=new.query_raw, query_normalized=new.query_normalized, nonce=new.nonce,
-                redacted=False, facets=new.facets)
-            return AppendResult(True, stored)
+            return work(conn)
+
+    def append(self, new: NewRecord, sealer: Sealer) -> AppendResult:
+        return self._serialized(lambda conn: self._append(conn, new, sealer))
+
+    def _append(self, conn: Connection, new: NewRecord, sealer: Sealer) -> AppendResult:
+        head = self._lock_head(conn, new.tenant_id)
+        # A redelivery is rare: a primary-key probe first, the full record only when it exists.
+        if conn.execute(_EXISTS_QUERY, {"tenant_id": new.tenant_id, "trace_id": new.trace_id}).first():
+            existing = self._get(conn, new.tenant_id, new.trace_id)
+            if existing is not None:
+                return AppendResult(False, existing)
+        sequence = head.sequence + 1
+        seal = sealer(sequence, head.record_hash)
+        stored_at = naive_utc(utc_now())
+        conn.execute(records.insert().values(
+            tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
+            stored_at=stored_at, outcome=new.outcome, principal_ref=new.principal_ref,
+            query_digest=new.query_digest, body=new.body, previous_hash=head.record_hash,
+            record_hash=seal.hash, key_id=seal.key_id, signature=seal.signature))
+        if new.facets:
+            conn.execute(facets.insert(), [
+                {"tenant_id": new.tenant_id, "trace_id": new.trace_id, "kind": kind, "value": value}
+                for kind, value in sorted(new.facets)])
+        conn.execute(queries.insert().values(
+            tenant_id=new.tenant_id, trace_id=new.trace_id, raw=new.query_raw,
+            normalized=new.query_normalized, nonce=new.nonce, redacted=False))
+        conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
+                     .values(sequence=sequence, record_hash=seal.hash))
+        stored = StoredRecord(
+            tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
+            outcome=new.outcome, principal_ref=new.principal_ref, body=new.body,
+            previous_hash=head.record_hash, record_hash=seal.hash, query_digest=new.query_digest,
+            query_raw=new.query_raw, query_normalized=new.query_normalized, nonce=new.nonce,
+            redacted=False, facets=new.facets, key_id=seal.key_id, signature=seal.signature)
+        return AppendResult(True, stored)
 
     # -- chain links ----------------------------------------------------------------------------
 
-    def append_link(self, new: NewLink, hasher: Callable[[int, str], str]) -> tuple[bool, StoredLink]:
+    def append_link(self, new: NewLink, sealer: Sealer) -> tuple[bool, StoredLink]:
         """Appends a link at the chain's next sequence; an existing link ID returns the stored one
         (created False) for the caller to compare."""
-        if self.dialect == "sqlite":
-            with self._lock:
-                return self._append_link(new, hasher)
-        return self._append_link(new, hasher)
+        return self._serialized(lambda conn: self._append_link(conn, new, sealer))
 
-    def _append_link(self, new: NewLink, hasher: Callable[[int, str], str]) -> tuple[bool, StoredLink]:
-        with self.engine.begin() as conn:
-            head = self._lock_head(conn, new.tenant_id)
-            existing = conn.execute(sa.select(chain_links).where(
-                chain_links.c.tenant_id == new.tenant_id, chain_links.c.link_id == new.link_id)).first()
-            if existing is not None:
-                return False, _link(existing)
-            sequence = head.sequence + 1
-            link_hash = hasher(sequence, head.record_hash)
-            values = {"tenant_id": new.tenant_id, "link_id": new.link_id, "sequence": sequence, "kind": new.kind,
-                      "subject_trace_id": new.subject_trace_id, "subject_ref": new.subject_ref,
-                      "created_at": new.created_at, "body": new.body, "previous_hash": head.record_hash,
-                      "link_hash": link_hash}
-            conn.execute(chain_links.insert().values(**values))
-            conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
-                         .values(sequence=sequence, record_hash=link_hash))
-            return True, StoredLink(**values)
+    def _append_link(self, conn: Connection, new: NewLink, sealer: Sealer) -> tuple[bool, StoredLink]:
+        head = self._lock_head(conn, new.tenant_id)
+        existing = conn.execute(sa.select(chain_links).where(
+            chain_links.c.tenant_id == new.tenant_id, chain_links.c.link_id == new.link_id)).first()
+        if existing is not None:
+            return False, _link(existing)
+        sequence = head.sequence + 1
+        seal = sealer(sequence, head.record_hash)
+        values = {"tenant_id": new.tenant_id, "link_id": new.link_id, "sequence": sequence, "kind": new.kind,
+                  "subject_trace_id": new.subject_trace_id, "subject_ref": new.subject_ref,
+                  "created_at": new.created_at, "body": new.body, "previous_hash": head.record_hash,
+                  "link_hash": seal.hash, "key_id": seal.key_id, "signature": seal.signature}
+        conn.execute(chain_links.insert().values(**values))
+        conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
+                     .values(sequence=sequence, record_hash=seal.hash))
+        return True, StoredLink(**values)
 
     def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
               after_sequence: int = 0, limit: int = 500) -> list[StoredLink]:
@@ -448,7 +486,8 @@ class SqlTraceStore:
             previous_hash=row.previous_hash, record_hash=row.record_hash, query_digest=row.query_digest,
             query_raw=row.raw or "", query_normalized=row.normalized or "",
             nonce=bytes(row.nonce) if row.nonce is not None else None, redacted=bool(row.redacted),
-            needs_review=bool(row.needs_review), facets=frozenset(facet_rows))
+            needs_review=bool(row.needs_review), facets=frozenset(facet_rows), key_id=row.key_id or "",
+            signature=row.signature or "")
 
     def _get(self, conn: Connection, tenant_id: str, trace_id: str) -> StoredRecord | None:
         row = conn.execute(self._select_records().where(
@@ -519,33 +558,34 @@ class SqlTraceStore:
 
     # -- reviews, version events, redactions ------------------------------------------------------
 
-    def add_review(self, row: ReviewRow) -> None:
-        with self.engine.begin() as conn:
+    def add_review(self, row: ReviewRow, link: NewLink, sealer: Sealer) -> None:
+        """The review row and its chain link, in one transaction."""
+        def work(conn: Connection) -> None:
             conn.execute(reviews.insert().values(
                 review_id=row.review_id, tenant_id=row.tenant_id, trace_id=row.trace_id, decision=row.decision,
                 reviewer_ref=row.reviewer_ref, rubric_note=row.rubric_note,
                 answer_record_hash=row.answer_record_hash,
                 evidence_version_ids=json.dumps(list(row.evidence_version_ids)),
                 source_policy_version=row.source_policy_version, created_at=row.created_at))
+            self._append_link(conn, link, sealer)
+
+        self._serialized(work)
 
     def list_reviews(self, tenant_id: str, trace_id: str, offset: int, limit: int) -> list[ReviewRow]:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(reviews).where(reviews.c.tenant_id == tenant_id, reviews.c.trace_id == trace_id)
                 .order_by(reviews.c.created_at, reviews.c.review_id).offset(offset).limit(limit)).all()
-        return [ReviewRow(
-            review_id=r.review_id, tenant_id=r.tenant_id, trace_id=r.trace_id, decision=int(r.decision),
-            reviewer_ref=r.reviewer_ref, rubric_note=r.rubric_note, answer_record_hash=r.answer_record_hash,
-            evidence_version_ids=tuple(json.loads(r.evidence_version_ids)),
-            source_policy_version=r.source_policy_version, created_at=r.created_at) for r in rows]
+        return [_review(r) for r in rows]
 
-    def add_version_event(self, row: VersionEventRow) -> int:
-        """Appends the event; returns how many of the tenant's records cited the version before it.
+    def add_version_event(self, row: VersionEventRow, link: NewLink, sealer: Sealer) -> int:
+        """Appends the event and its chain link; returns how many of the tenant's records cited the
+        version before it.
 
         Idempotent: the same event again (tenant, version, kind, replaced_by) appends nothing and
         counts against the first one's time. Retrieval delivers its events at least once, and a
         repeated event must not make already re-reviewed answers need review again."""
-        with self.engine.begin() as conn:
+        def work(conn: Connection) -> int:
             first = conn.execute(sa.select(version_events.c.created_at).where(
                 version_events.c.tenant_id == row.tenant_id, version_events.c.version_id == row.version_id,
                 version_events.c.kind == row.kind,
@@ -556,6 +596,7 @@ class SqlTraceStore:
                     tenant_id=row.tenant_id, version_id=row.version_id, kind=row.kind,
                     replaced_by_version_id=row.replaced_by_version_id, actor_ref=row.actor_ref,
                     created_at=row.created_at))
+                self._append_link(conn, link, sealer)
             created_at = row.created_at if first is None else first
             return int(conn.execute(
                 sa.select(sa.func.count()).select_from(records.join(facets, sa.and_(
@@ -563,10 +604,14 @@ class SqlTraceStore:
                 .where(records.c.tenant_id == row.tenant_id, facets.c.kind == "version",
                        facets.c.value == row.version_id, records.c.created_at < created_at)).scalar_one())
 
+        return self._serialized(work)
+
     def redact_older_than(self, tenant_id: str, cutoff: dt.datetime, reason: str, actor_ref: str,
-                          now: dt.datetime) -> int:
-        """One transaction: a redaction event per record, then the query text and nonce erased."""
-        with self.engine.begin() as conn:
+                          now: dt.datetime, link_of: Callable[[RedactionRow], NewLink],
+                          seal_link: Callable[[NewLink], Sealer]) -> int:
+        """One transaction: per record a redaction event and its chain link, then the query text and
+        nonce erased (the trigger allows that only where the redaction event is stored)."""
+        def work(conn: Connection) -> int:
             targets = [r.trace_id for r in conn.execute(
                 sa.select(records.c.trace_id).select_from(records.join(queries, sa.and_(
                     queries.c.tenant_id == records.c.tenant_id, queries.c.trace_id == records.c.trace_id)))
@@ -574,14 +619,32 @@ class SqlTraceStore:
                        queries.c.redacted.is_(False)).order_by(records.c.sequence))]
             if not targets:
                 return 0
-            conn.execute(redactions.insert(), [
-                {"tenant_id": tenant_id, "trace_id": t, "redacted_at": now, "reason": reason, "actor_ref": actor_ref}
-                for t in targets])
+            rows = [RedactionRow(tenant_id, t, now, reason, actor_ref) for t in targets]
+            conn.execute(redactions.insert(), [dataclasses.asdict(r) for r in rows])
+            for r in rows:
+                link = link_of(r)
+                self._append_link(conn, link, seal_link(link))
             for chunk in _chunks(targets, 500):
                 conn.execute(queries.update()
                              .where(queries.c.tenant_id == tenant_id, queries.c.trace_id.in_(chunk))
                              .values(raw="", normalized="", nonce=None, redacted=True))
             return len(targets)
+
+        return self._serialized(work)
+
+    def tenant_events(self, tenant_id: str) -> TenantEvents:
+        with self.engine.connect() as conn:
+            review_rows = conn.execute(sa.select(reviews).where(reviews.c.tenant_id == tenant_id)).all()
+            event_rows = conn.execute(sa.select(version_events).where(version_events.c.tenant_id == tenant_id)
+                                      .order_by(version_events.c.id)).all()
+            redaction_rows = conn.execute(sa.select(redactions).where(redactions.c.tenant_id == tenant_id)
+                                          .order_by(redactions.c.id)).all()
+        return TenantEvents(
+            reviews=[_review(r) for r in review_rows],
+            version_events=[VersionEventRow(r.tenant_id, r.version_id, int(r.kind), r.replaced_by_version_id,
+                                            r.actor_ref, r.created_at) for r in event_rows],
+            redactions=[RedactionRow(r.tenant_id, r.trace_id, r.redacted_at, r.reason, r.actor_ref)
+                        for r in redaction_rows])
 
     def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]:
         with self.engine.connect() as conn:
@@ -595,7 +658,16 @@ def _link(row) -> StoredLink:
     return StoredLink(
         tenant_id=row.tenant_id, link_id=row.link_id, sequence=int(row.sequence), kind=row.kind,
         subject_trace_id=row.subject_trace_id, subject_ref=row.subject_ref, created_at=row.created_at,
-        body=bytes(row.body), previous_hash=row.previous_hash, link_hash=row.link_hash)
+        body=bytes(row.body), previous_hash=row.previous_hash, link_hash=row.link_hash,
+        key_id=row.key_id or "", signature=row.signature or "")
+
+
+def _review(r) -> ReviewRow:
+    return ReviewRow(
+        review_id=r.review_id, tenant_id=r.tenant_id, trace_id=r.trace_id, decision=int(r.decision),
+        reviewer_ref=r.reviewer_ref, rubric_note=r.rubric_note, answer_record_hash=r.answer_record_hash,
+        evidence_version_ids=tuple(json.loads(r.evidence_version_ids)),
+        source_policy_version=r.source_policy_version, created_at=r.created_at)
 
 
 def _chunks(items: list, size: int):

@@ -90,7 +90,7 @@ def test_list_with_filters(stack, capsys):
 
 def test_verify_reports_a_row_edited_behind_the_services_back(stack, capsys):
     code, out, _ = run(capsys, "trace", "verify", *common(stack))
-    assert code == 0 and "chain ok: 2 record(s) verified" in out
+    assert code == 0 and "chain ok: 2 item(s) verified" in out
     store = stack["servicer"].core.store
     with store.engine.begin() as conn:
         conn.exec_driver_sql("DROP TRIGGER trace_records_no_update")

@@ -4,7 +4,9 @@ concurrent writers (also across two store instances = two replicas), tamper dete
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -13,7 +15,7 @@ from citetrace.trace.v1 import trace_service_pb2 as pb
 from tracefixtures import TENANT, core_on, make_record
 
 from services.trace import canonical as C
-from services.trace.core import TraceCore, TraceQuery, verify_chain
+from services.trace.core import TraceCore, TraceQuery
 from services.trace.store import SqlTraceStore, open_store
 
 WRITER = Principal(TENANT, "service:orchestrator", ("service",))
@@ -57,23 +59,25 @@ def test_the_database_rejects_update_and_delete(store, statement):
         conn.exec_driver_sql(statement)
     assert "append-only" in str(caught.value) or "only allowed as a redaction" in str(caught.value) \
         or "is not allowed" in str(caught.value)
-    assert verify_chain(store, TENANT).ok
-    assert verify_chain(store, TENANT).records_checked == 2
+    assert core.verify_tenant(TENANT).ok
+    assert core.verify_tenant(TENANT).records_checked == 3  # two records and the review's link
 
 
 def test_postgres_rejects_truncate(postgres_url):
     store = open_store(postgres_url)
-    fill(core_on(store), 1)
+    core = core_on(store)
+    fill(core, 1)
     with pytest.raises(sa.exc.DatabaseError), store.engine.begin() as conn:
         conn.exec_driver_sql("TRUNCATE trace_records CASCADE")
-    assert verify_chain(store, TENANT).records_checked == 1
+    assert core.verify_tenant(TENANT).records_checked == 1
     store.close()
 
 
 def test_concurrent_writers_do_not_fork_the_chain(store_url):
     # Two store instances (two service replicas) and 8 threads writing to one tenant at once.
     stores = [open_store(store_url), SqlTraceStore(store_url)]
-    cores = [core_on(s) for s in stores]
+    keys = Path(tempfile.mkdtemp(prefix="citetrace-trace-"))  # one trace key, like two replicas share
+    cores = [core_on(s, data_dir=keys) for s in stores]
     sent = [make_record(f"c-{i:03d}") for i in range(60)]
 
     def write(i: int) -> bool:
@@ -84,7 +88,7 @@ def test_concurrent_writers_do_not_fork_the_chain(store_url):
         # Retries racing with each other: exactly one of each pair is the creating write.
         retried = list(pool.map(write, range(0, 60, 3)))
     assert all(created) and not any(retried)
-    report = verify_chain(stores[0], TENANT)
+    report = cores[0].verify_tenant(TENANT)
     assert report.ok, report.detail
     assert report.records_checked == 60
     sequences = [r.sequence for r in stores[0].chain(TENANT)]
@@ -152,19 +156,21 @@ def test_rehashing_a_forged_record_still_breaks_the_next_link(store):
         _bypass(conn, store.dialect, "trace_records")
         conn.execute(sa.text("UPDATE trace_records SET body = :b, record_hash = :h, outcome = 5 "
                              "WHERE trace_id = 't-001'"), {"b": body, "h": new_hash})
-    report = verify_chain(store, TENANT)
-    assert not report.ok and report.first_broken_trace_id == "t-002"
-    assert "previous_hash" in report.detail
+    report = core.verify_tenant(TENANT)
+    # The recomputed hash is not signed by the trace key: reported at the forged record itself.
+    assert not report.ok and report.first_broken_trace_id == "t-001" and report.first_broken_sequence == 2
+    assert "signature INVALID" in report.detail
 
 
 def test_truncating_the_tail_is_reported_by_the_chain_head(store):
-    fill(core_on(store), 3)
+    core = core_on(store)
+    fill(core, 3)
     with store.engine.begin() as conn:
         for t in ("trace_facets", "trace_queries", "trace_records"):
             _bypass(conn, store.dialect, t)
         for t in ("trace_facets", "trace_queries", "trace_records"):
             conn.execute(sa.text(f"DELETE FROM {t} WHERE trace_id = 't-002'"))
-    report = verify_chain(store, TENANT)
+    report = core.verify_tenant(TENANT)
     assert not report.ok and "records missing at the end" in report.detail
 
 
@@ -178,7 +184,7 @@ def test_redaction_keeps_the_chain_verifiable_and_erases_the_nonce(store):
     rows = list(store.chain(TENANT))
     assert [r.record_hash for r in rows] == before
     assert all(r.redacted and r.nonce is None and r.query_raw == "" for r in rows)
-    assert verify_chain(store, TENANT).ok
+    assert core.verify_tenant(TENANT).ok
     with store.engine.begin() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM trace_redactions")).scalar_one() == 3
 
@@ -217,8 +223,9 @@ def test_replicas_migrating_at_once_all_come_up(store_url):
         assert all(threads.map(_start_replica, [store_url] * 2))
         assert all(started.get(120))
     store = open_store(store_url)
-    fill(core_on(store), 1)
-    assert verify_chain(store, TENANT).ok
+    core = core_on(store)
+    fill(core, 1)
+    assert core.verify_tenant(TENANT).ok
     store.close()
 
 

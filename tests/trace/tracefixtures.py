@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import tempfile
+from pathlib import Path
 
 import grpc
 from citetrace.common.v1 import common_pb2 as c
@@ -120,4 +122,6 @@ def core_on(store, **settings):
     from services.trace import bootstrap
 
     settings.setdefault("retrieval_target", "")
+    # The signing key and the checkpoint directory live outside the database: a fresh directory.
+    settings.setdefault("data_dir", Path(tempfile.mkdtemp(prefix="citetrace-trace-")))
     return bootstrap.build(Settings(port=0, metrics_port=-1, **settings), store=store).core

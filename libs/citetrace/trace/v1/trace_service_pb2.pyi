@@ -375,18 +375,40 @@ class VerifyChainRequest(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
 
 class VerifyChainResponse(_message.Message):
-    __slots__ = ("ok", "records_checked", "first_broken_trace_id", "first_broken_sequence", "detail")
+    __slots__ = ("ok", "records_checked", "first_broken_trace_id", "first_broken_sequence", "detail", "checkpoint_sequence", "checkpoint_detail")
     OK_FIELD_NUMBER: _ClassVar[int]
     RECORDS_CHECKED_FIELD_NUMBER: _ClassVar[int]
     FIRST_BROKEN_TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_BROKEN_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_DETAIL_FIELD_NUMBER: _ClassVar[int]
     ok: bool
     records_checked: int
     first_broken_trace_id: str
     first_broken_sequence: int
     detail: str
-    def __init__(self, ok: _Optional[bool] = ..., records_checked: _Optional[int] = ..., first_broken_trace_id: _Optional[str] = ..., first_broken_sequence: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+    checkpoint_sequence: int
+    checkpoint_detail: str
+    def __init__(self, ok: _Optional[bool] = ..., records_checked: _Optional[int] = ..., first_broken_trace_id: _Optional[str] = ..., first_broken_sequence: _Optional[int] = ..., detail: _Optional[str] = ..., checkpoint_sequence: _Optional[int] = ..., checkpoint_detail: _Optional[str] = ...) -> None: ...
+
+class CheckpointChainRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CheckpointChainResponse(_message.Message):
+    __slots__ = ("sequence", "head_hash", "created_at", "key_id", "location")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    HEAD_HASH_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    head_hash: str
+    created_at: _timestamp_pb2.Timestamp
+    key_id: str
+    location: str
+    def __init__(self, sequence: _Optional[int] = ..., head_hash: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., key_id: _Optional[str] = ..., location: _Optional[str] = ...) -> None: ...
 
 class RedactionEvent(_message.Message):
     __slots__ = ("trace_id", "redacted_at", "reason")

@@ -71,6 +71,11 @@ class TraceServiceStub:
                 request_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.VerifyChainRequest.SerializeToString,
                 response_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.VerifyChainResponse.FromString,
                 _registered_method=True)
+        self.CheckpointChain = channel.unary_unary(
+                '/citetrace.trace.v1.TraceService/CheckpointChain',
+                request_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.CheckpointChainRequest.SerializeToString,
+                response_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.CheckpointChainResponse.FromString,
+                _registered_method=True)
         self.ApplyRetention = channel.unary_unary(
                 '/citetrace.trace.v1.TraceService/ApplyRetention',
                 request_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.ApplyRetentionRequest.SerializeToString,
@@ -132,7 +137,18 @@ class TraceServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def VerifyChain(self, request, context):
-        """Walks the per-tenant hash chain and reports the first broken link.
+        """Walks the per-tenant hash chain and reports the first broken link: hashes, the trace key's
+        signature of every item, reviews/version events/redactions against their links, and the chain
+        against the latest signed checkpoint outside the database (a truncated or re-chained tail).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckpointChain(self, request, context):
+        """Verifies the caller's tenant's chain, then writes its head as a signed checkpoint (tenant,
+        sequence, head hash, time) to the checkpoint sink. A chain that does not verify is not
+        checkpointed (FAILED_PRECONDITION CHAIN_BROKEN).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -198,6 +214,11 @@ def add_TraceServiceServicer_to_server(servicer, server):
                     servicer.VerifyChain,
                     request_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.VerifyChainRequest.FromString,
                     response_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.VerifyChainResponse.SerializeToString,
+            ),
+            'CheckpointChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckpointChain,
+                    request_deserializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.CheckpointChainRequest.FromString,
+                    response_serializer=citetrace_dot_trace_dot_v1_dot_trace__service__pb2.CheckpointChainResponse.SerializeToString,
             ),
             'ApplyRetention': grpc.unary_unary_rpc_method_handler(
                     servicer.ApplyRetention,
@@ -406,6 +427,33 @@ class TraceService:
             '/citetrace.trace.v1.TraceService/VerifyChain',
             citetrace_dot_trace_dot_v1_dot_trace__service__pb2.VerifyChainRequest.SerializeToString,
             citetrace_dot_trace_dot_v1_dot_trace__service__pb2.VerifyChainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckpointChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/citetrace.trace.v1.TraceService/CheckpointChain',
+            citetrace_dot_trace_dot_v1_dot_trace__service__pb2.CheckpointChainRequest.SerializeToString,
+            citetrace_dot_trace_dot_v1_dot_trace__service__pb2.CheckpointChainResponse.FromString,
             options,
             channel_credentials,
             insecure,
