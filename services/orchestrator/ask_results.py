@@ -140,3 +140,28 @@ class AskResultStore:
         cutoff = self.clock() - dt.timedelta(seconds=self.retention_seconds)
         with self.engine.begin() as conn:
             return conn.execute(ask_results.delete().where(ask_results.c.reserved_at < cutoff)).rowcount
+
+
+class ProtoAskResults:
+    """The core's AskResults port over the store: the AskResponse kept as its serialized bytes."""
+
+    def __init__(self, store: AskResultStore) -> None:
+        self.store = store
+
+    def reserve(self, tenant_id: str, key: str, request: dict) -> tuple[object, bool] | None:
+        from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+
+        stored = self.store.reserve(tenant_id, checked_key(key), fingerprint(**request))
+        if stored is None:
+            return None
+        response = pb.AskResponse.FromString(stored.response)
+        return response, response.trace_delivered
+
+    def complete(self, tenant_id: str, key: str, trace_id: str, response, delivered: bool) -> None:
+        copy = type(response)()
+        copy.CopyFrom(response)
+        copy.trace_delivered = delivered
+        self.store.complete(tenant_id, checked_key(key), trace_id, copy.SerializeToString())
+
+    def release(self, tenant_id: str, key: str) -> None:
+        self.store.release(tenant_id, checked_key(key))

@@ -17,6 +17,7 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 
 from services.orchestrator import adapters
+from services.orchestrator.ask_results import AskResultStore, ProtoAskResults
 from services.orchestrator.assembler import ProtoAssembler
 from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.core.ask import AskSettings, Orchestrator
@@ -109,7 +110,15 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
                     max_question_chars=settings.max_question_chars),
         CallPolicy(call_timeout_seconds=settings.call_timeout_seconds),
         ConversationStore(settings.conversations_url(), settings.conversation_ttl_seconds),
-        ChangePlanner(detect_change, settings.slot_horizon_days))
+        ChangePlanner(detect_change, settings.slot_horizon_days),
+        ProtoAskResults(ask_result_store(settings)))
+
+
+def ask_result_store(settings: Settings) -> AskResultStore:
+    """Idempotent Asks' answers, in the orchestrator's database (beside the conversations)."""
+    store = AskResultStore(settings.conversations_url())
+    store.migrate()
+    return store
 
 
 def default_auth() -> AuthSettings | None:

@@ -37,11 +37,12 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
     def Ask(self, request, context):
         if not self._ready:
             raise Unavailable("NOT_READY", "the orchestrator is not warmed up yet")
+        given = field_time(request, "as_of")
         answer = self._core.ask(AskRequest(
-            principal=current_principal(), question=request.question,
-            as_of=field_time(request, "as_of") or utc_now(),
+            principal=current_principal(), question=request.question, as_of=given or utc_now(),
             location_id=request.location_id.strip(), locale=request.locale.strip(),
             remaining_seconds=remaining_seconds(), conversation_id=request.conversation_id.strip(),
+            idempotency_key=request.idempotency_key.strip(), as_of_given=given is not None,
         ))
         answer.response.trace_delivered = answer.trace_delivered
         return answer.response

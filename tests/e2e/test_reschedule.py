@@ -122,3 +122,18 @@ def test_a_new_phone_number_is_a_verification_next_action(stack):
     assert response.next_action == c.NEXT_ACTION_VERIFY_CONTACT_DETAILS
     record = stack.get_trace(response.trace_id).record
     assert record.parts[0].next_action == c.NEXT_ACTION_VERIFY_CONTACT_DETAILS
+
+
+def test_a_retried_ask_with_its_idempotency_key_gets_the_original_answer(stack):
+    me = patient(stack, "acme-patient-0001")
+    question = "When should I arrive for my appointment at Northside Family Clinic?"
+    with grpc.insecure_channel(stack.target("orchestrator")) as channel:
+        ask = pb_grpc.OrchestratorServiceStub(channel).Ask
+        first = ask(pb.AskRequest(question=question, idempotency_key="e2e-ask-retry-1"), timeout=60, metadata=me)
+        again = ask(pb.AskRequest(question=question, idempotency_key="e2e-ask-retry-1"), timeout=60, metadata=me)
+        assert again.trace_id == first.trace_id and list(again.parts) == list(first.parts)
+        with pytest.raises(grpc.RpcError) as reused:
+            ask(pb.AskRequest(question="Where do I park?", idempotency_key="e2e-ask-retry-1"), timeout=60,
+                metadata=me)
+        assert reused.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert stack.get_trace(first.trace_id).record.trace_id == first.trace_id

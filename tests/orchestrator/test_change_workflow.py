@@ -259,3 +259,32 @@ def test_citetrace_ask_prints_the_proposal_id_and_how_to_confirm_it():
     assert "FEE: If you reschedule or cancel with less than 24 hours notice, a $50 fee applies. [1]" in text
     assert "proposal prop-1: confirm with `citetrace propose confirm prop-1`" in text
     assert "\nproposal: prop-1\n" in text and text.splitlines()[-1].startswith("trace: ")
+
+
+def test_a_retried_ask_with_its_key_replays_the_answer_and_proposes_once(tmp_path):
+    """Issue 18 item 3 (Ask side): the stored answer, the same trace ID, no second record and no
+    second proposal; the key with another question is ALREADY_EXISTS; no key: a new answer."""
+    import pytest
+    from citetrace.kit.errors import AlreadyExists, InvalidArgument
+
+    cardio = _appointment("appt-1", "cardiology", "acme-northside", "Northside Family Clinic", SOON)
+    ports = Downstream(Scheduler([cardio]), Retrieval(FEE_TEXT), Generation(FEE_TEXT), Validator())
+    sink = Sink()
+    core = build_core(Settings(port=0, metrics_port=-1, data_dir=tmp_path), ports, sink)
+    question = "Can I move my cardiology appointment to tomorrow?"
+    first = core.ask(AskRequest(PATIENT, question, AS_OF, idempotency_key="retry-1"))
+    again = core.ask(AskRequest(PATIENT, question, AS_OF, idempotency_key="retry-1"))
+    first.response.trace_delivered = first.trace_delivered  # as the servicer sets it
+    assert again.response == first.response and again.result is None and again.trace_delivered
+    assert list(again.response.proposal_ids) == list(first.response.proposal_ids)
+    assert len(ports.scheduler.proposed) == 1 and len(sink.records) == 1
+    with pytest.raises(AlreadyExists) as reused:
+        core.ask(AskRequest(PATIENT, "Please cancel my cardiology appointment", AS_OF, idempotency_key="retry-1"))
+    assert reused.value.reason == "IDEMPOTENCY_KEY_REUSED"
+    other = Principal("acme-health", "acme-patient-0009", ("patient",), patient_ref="acme-patient-0009")
+    with pytest.raises(AlreadyExists):  # another caller's request under the tenant's key
+        core.ask(AskRequest(other, question, AS_OF, idempotency_key="retry-1"))
+    with pytest.raises(InvalidArgument):
+        core.ask(AskRequest(PATIENT, question, AS_OF, idempotency_key="not a key!"))
+    core.ask(AskRequest(PATIENT, question, AS_OF))
+    assert len(ports.scheduler.proposed) == 2 and len(sink.records) == 2

@@ -39,7 +39,7 @@ from services.orchestrator.core.model import (
     overall_outcome,
 )
 from services.orchestrator.core.parts import AskRequest, PartContext, PartHandlers
-from services.orchestrator.core.ports import Assembler, Conversations, TraceSink
+from services.orchestrator.core.ports import AskResults, Assembler, Conversations, TraceSink
 from services.orchestrator.core.routing import PartPlan, Question, RoutingStage
 from services.orchestrator.core.text import normalize
 from services.orchestrator.core.wording import Catalog, Wording
@@ -63,7 +63,7 @@ class AskSettings:
 class Answer:
     """The assembled answer, the record it left and whether the trace service has it already."""
 
-    result: AskResult
+    result: AskResult | None  # None: a replay of a completed idempotent Ask
     response: Any
     record: Any
     trace_delivered: bool
@@ -73,7 +73,8 @@ class Orchestrator:
     def __init__(self, routing: RoutingStage, locations: LocationDirectory, handlers: PartHandlers,
                  assembler: Assembler, trace_sink: TraceSink, catalog: Catalog,
                  settings: AskSettings | None = None, call_policy: CallPolicy | None = None,
-                 conversations: Conversations | None = None, changes: ChangePlanner | None = None) -> None:
+                 conversations: Conversations | None = None, changes: ChangePlanner | None = None,
+                 results: AskResults | None = None) -> None:
         self.routing = routing
         self.locations = locations
         self.handlers = handlers
@@ -84,6 +85,7 @@ class Orchestrator:
         self.call_policy = call_policy or CallPolicy()
         self.conversations = conversations
         self.changes = changes
+        self.results = results
         self._pool = ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix="orch-part")
 
     def warm_up(self) -> None:
@@ -93,6 +95,30 @@ class Orchestrator:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def ask(self, request: AskRequest) -> Answer:
+        """One Ask; with an idempotency key, a completed one is answered from its stored answer
+        (nothing computed, no second record or proposal) and a failed one gives its key back."""
+        key = request.idempotency_key
+        if not key or self.results is None:
+            return self._ask(request)
+        principal = request.principal
+        fields = {"subject": principal.subject, "roles": sorted(principal.roles), "question": request.question,
+                  "location_id": request.location_id, "locale": request.locale,
+                  "conversation_id": request.conversation_id,
+                  "as_of": request.as_of.isoformat() if request.as_of_given else ""}
+        stored = self.results.reserve(principal.tenant_id, key, fields)
+        if stored is not None:
+            response, delivered = stored
+            return Answer(None, response, None, delivered)
+        try:
+            answer = self._ask(request)
+        except BaseException:
+            self.results.release(principal.tenant_id, key)
+            raise
+        self.results.complete(principal.tenant_id, key, answer.result.trace_id, answer.response,
+                              answer.trace_delivered)
+        return answer
+
+    def _ask(self, request: AskRequest) -> Answer:
         problem = question_problem(request.question, self.settings.max_question_chars)
         if problem is not None:
             self.reject(request.principal, request.question, request.as_of, problem.reason, problem.message)

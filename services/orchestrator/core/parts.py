@@ -30,6 +30,10 @@ class AskRequest:
     remaining_seconds: float | None = None
     # Continues this conversation (empty: a new one).
     conversation_id: str = ""
+    # Makes the Ask idempotent (core/ports.py AskResults); as_of counts in its request only when the
+    # caller gave it (a retry's default "now" differs).
+    idempotency_key: str = ""
+    as_of_given: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

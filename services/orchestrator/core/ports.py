@@ -99,3 +99,16 @@ class Conversations(Protocol):
 
     def record_turn(self, conversation_id: str, tenant_id: str, principal_ref: str, trace_id: str,
                     pending: Any) -> None: ...
+
+
+class AskResults(Protocol):
+    """Answers of completed Asks under their idempotency keys (services/orchestrator/ask_results.py)."""
+
+    def reserve(self, tenant_id: str, key: str, request: dict[str, Any]) -> tuple[Any, bool] | None:
+        """None: the caller holds the key now (complete or release it). Else the stored answer and
+        whether its record was delivered; ALREADY_EXISTS when `request` differs from the key's."""
+        ...
+
+    def complete(self, tenant_id: str, key: str, trace_id: str, response: Any, delivered: bool) -> None: ...
+
+    def release(self, tenant_id: str, key: str) -> None: ...

@@ -28,7 +28,7 @@ from citetrace.common.v1 import route_pb2 as citetrace_dot_common_dot_v1_dot_rou
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4citetrace/orchestrator/v1/orchestrator_service.proto\x12\x19\x63itetrace.orchestrator.v1\x1a&citetrace/common/v1/appointments.proto\x1a citetrace/common/v1/common.proto\x1a\x1f\x63itetrace/common/v1/route.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x87\x01\n\nAskRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x13\n\x0blocation_id\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06locale\x18\x04 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x05 \x01(\t\"\xcb\x01\n\rAnsweredClaim\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x30\n\tcitations\x18\x03 \x03(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x34\n\x07support\x18\x04 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\x12\x32\n\nclaim_type\x18\x05 \x01(\x0e\x32\x1e.citetrace.common.v1.ClaimType\"\x8c\x01\n\rWithheldClaim\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x33\n\x07reasons\x18\x02 \x03(\x0e\x32\".citetrace.common.v1.FailureReason\x12\x34\n\x07support\x18\x03 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\"R\n\x11\x43onflictingSource\x12/\n\x08\x63itation\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x0c\n\x04text\x18\x02 \x01(\t\"\xf8\x04\n\nAnswerPart\x12\x0f\n\x07part_id\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.citetrace.common.v1.PartKind\x12\x31\n\x07outcome\x18\x03 \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x13\n\x0b\x61nswer_text\x18\x04 \x01(\t\x12\x38\n\x06\x63laims\x18\x05 \x03(\x0b\x32(.citetrace.orchestrator.v1.AnsweredClaim\x12:\n\x08withheld\x18\x06 \x03(\x0b\x32(.citetrace.orchestrator.v1.WithheldClaim\x12(\n\x05slots\x18\x07 \x03(\x0b\x32\x19.citetrace.common.v1.Slot\x12/\n\x0bslots_as_of\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x0bnext_action\x18\t \x01(\x0e\x32\x1f.citetrace.common.v1.NextAction\x12\x1e\n\x16\x63larification_question\x18\n \x01(\t\x12?\n\tconflicts\x18\x0b \x03(\x0b\x32,.citetrace.orchestrator.v1.ConflictingSource\x12\x13\n\x0bpolicy_link\x18\x0c \x01(\t\x12\x36\n\x0c\x61ppointments\x18\r \x03(\x0b\x32 .citetrace.common.v1.Appointment\x12/\n\x08proposal\x18\x0e \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal\"\x86\x02\n\x0b\x41skResponse\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x34\n\x05parts\x18\x02 \x03(\x0b\x32%.citetrace.orchestrator.v1.AnswerPart\x12\x34\n\x0bnext_action\x18\x03 \x01(\x0e\x32\x1f.citetrace.common.v1.NextAction\x12\x31\n\x05route\x18\x04 \x01(\x0b\x32\".citetrace.common.v1.RouteDecision\x12\x17\n\x0ftrace_delivered\x18\x05 \x01(\x08\x12\x17\n\x0f\x63onversation_id\x18\x06 \x01(\t\x12\x14\n\x0cproposal_ids\x18\x07 \x03(\t2k\n\x13OrchestratorService\x12T\n\x03\x41sk\x12%.citetrace.orchestrator.v1.AskRequest\x1a&.citetrace.orchestrator.v1.AskResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4citetrace/orchestrator/v1/orchestrator_service.proto\x12\x19\x63itetrace.orchestrator.v1\x1a&citetrace/common/v1/appointments.proto\x1a citetrace/common/v1/common.proto\x1a\x1f\x63itetrace/common/v1/route.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa0\x01\n\nAskRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x13\n\x0blocation_id\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06locale\x18\x04 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x05 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x06 \x01(\t\"\xcb\x01\n\rAnsweredClaim\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x30\n\tcitations\x18\x03 \x03(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x34\n\x07support\x18\x04 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\x12\x32\n\nclaim_type\x18\x05 \x01(\x0e\x32\x1e.citetrace.common.v1.ClaimType\"\x8c\x01\n\rWithheldClaim\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x33\n\x07reasons\x18\x02 \x03(\x0e\x32\".citetrace.common.v1.FailureReason\x12\x34\n\x07support\x18\x03 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\"R\n\x11\x43onflictingSource\x12/\n\x08\x63itation\x18\x01 \x01(\x0b\x32\x1d.citetrace.common.v1.Citation\x12\x0c\n\x04text\x18\x02 \x01(\t\"\xf8\x04\n\nAnswerPart\x12\x0f\n\x07part_id\x18\x01 \x01(\t\x12+\n\x04kind\x18\x02 \x01(\x0e\x32\x1d.citetrace.common.v1.PartKind\x12\x31\n\x07outcome\x18\x03 \x01(\x0e\x32 .citetrace.common.v1.PartOutcome\x12\x13\n\x0b\x61nswer_text\x18\x04 \x01(\t\x12\x38\n\x06\x63laims\x18\x05 \x03(\x0b\x32(.citetrace.orchestrator.v1.AnsweredClaim\x12:\n\x08withheld\x18\x06 \x03(\x0b\x32(.citetrace.orchestrator.v1.WithheldClaim\x12(\n\x05slots\x18\x07 \x03(\x0b\x32\x19.citetrace.common.v1.Slot\x12/\n\x0bslots_as_of\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x0bnext_action\x18\t \x01(\x0e\x32\x1f.citetrace.common.v1.NextAction\x12\x1e\n\x16\x63larification_question\x18\n \x01(\t\x12?\n\tconflicts\x18\x0b \x03(\x0b\x32,.citetrace.orchestrator.v1.ConflictingSource\x12\x13\n\x0bpolicy_link\x18\x0c \x01(\t\x12\x36\n\x0c\x61ppointments\x18\r \x03(\x0b\x32 .citetrace.common.v1.Appointment\x12/\n\x08proposal\x18\x0e \x01(\x0b\x32\x1d.citetrace.common.v1.Proposal\"\x86\x02\n\x0b\x41skResponse\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x34\n\x05parts\x18\x02 \x03(\x0b\x32%.citetrace.orchestrator.v1.AnswerPart\x12\x34\n\x0bnext_action\x18\x03 \x01(\x0e\x32\x1f.citetrace.common.v1.NextAction\x12\x31\n\x05route\x18\x04 \x01(\x0b\x32\".citetrace.common.v1.RouteDecision\x12\x17\n\x0ftrace_delivered\x18\x05 \x01(\x08\x12\x17\n\x0f\x63onversation_id\x18\x06 \x01(\t\x12\x14\n\x0cproposal_ids\x18\x07 \x03(\t2k\n\x13OrchestratorService\x12T\n\x03\x41sk\x12%.citetrace.orchestrator.v1.AskRequest\x1a&.citetrace.orchestrator.v1.AskResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,17 +36,17 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'citetrace.orchestrator.v1.o
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ASKREQUEST']._serialized_start=224
-  _globals['_ASKREQUEST']._serialized_end=359
-  _globals['_ANSWEREDCLAIM']._serialized_start=362
-  _globals['_ANSWEREDCLAIM']._serialized_end=565
-  _globals['_WITHHELDCLAIM']._serialized_start=568
-  _globals['_WITHHELDCLAIM']._serialized_end=708
-  _globals['_CONFLICTINGSOURCE']._serialized_start=710
-  _globals['_CONFLICTINGSOURCE']._serialized_end=792
-  _globals['_ANSWERPART']._serialized_start=795
-  _globals['_ANSWERPART']._serialized_end=1427
-  _globals['_ASKRESPONSE']._serialized_start=1430
-  _globals['_ASKRESPONSE']._serialized_end=1692
-  _globals['_ORCHESTRATORSERVICE']._serialized_start=1694
-  _globals['_ORCHESTRATORSERVICE']._serialized_end=1801
+  _globals['_ASKREQUEST']._serialized_end=384
+  _globals['_ANSWEREDCLAIM']._serialized_start=387
+  _globals['_ANSWEREDCLAIM']._serialized_end=590
+  _globals['_WITHHELDCLAIM']._serialized_start=593
+  _globals['_WITHHELDCLAIM']._serialized_end=733
+  _globals['_CONFLICTINGSOURCE']._serialized_start=735
+  _globals['_CONFLICTINGSOURCE']._serialized_end=817
+  _globals['_ANSWERPART']._serialized_start=820
+  _globals['_ANSWERPART']._serialized_end=1452
+  _globals['_ASKRESPONSE']._serialized_start=1455
+  _globals['_ASKRESPONSE']._serialized_end=1717
+  _globals['_ORCHESTRATORSERVICE']._serialized_start=1719
+  _globals['_ORCHESTRATORSERVICE']._serialized_end=1826
 # @@protoc_insertion_point(module_scope)

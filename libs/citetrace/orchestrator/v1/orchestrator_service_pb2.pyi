@@ -13,18 +13,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AskRequest(_message.Message):
-    __slots__ = ("question", "location_id", "as_of", "locale", "conversation_id")
+    __slots__ = ("question", "location_id", "as_of", "locale", "conversation_id", "idempotency_key")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     LOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     LOCALE_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     question: str
     location_id: str
     as_of: _timestamp_pb2.Timestamp
     locale: str
     conversation_id: str
-    def __init__(self, question: _Optional[str] = ..., location_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., locale: _Optional[str] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, question: _Optional[str] = ..., location_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., locale: _Optional[str] = ..., conversation_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class AnsweredClaim(_message.Message):
     __slots__ = ("claim_id", "text", "citations", "support", "claim_type")
