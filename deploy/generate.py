@@ -5,8 +5,11 @@ settings classes, so ports, env vars and probes never drift apart:
                                          (the console: HTTP readiness)
     deploy/compose.yaml                  the whole stack + PostgreSQL, OpenSearch, OTel Collector,
                                          Jaeger, Prometheus, Grafana
-    deploy/k8s/base/<service>/...        Deployment, Service, PodDisruptionBudget, HPA (stateless),
-                                         kustomization with a ConfigMap generator
+    deploy/k8s/base/<service>/...        Deployment (StatefulSet with a PersistentVolume for a
+                                         service whose data dir is durable state), Service
+                                         (headless for gRPC: clients balance per call with
+                                         round_robin over dns:///name:port), PodDisruptionBudget,
+                                         HPA (stateless), kustomization with a ConfigMap generator
     deploy/k8s/overlays/{dev,prod}/      Kustomize overlays
 
     python deploy/generate.py           # rewrite
@@ -29,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "libs")]
 
+from citetrace.kit.balancing import GRPC_PREFIX, GrpcSettings  # noqa: E402
 from citetrace.kit.stack import SERVICES, WEB_APPS, ServiceInfo, WebAppInfo  # noqa: E402
 
 VERSION = "0.1.0"
@@ -56,10 +60,16 @@ class Deploy:
     memory: tuple[str, str]
     replicas: int  # base replicas (prod overlay raises stateless ones)
     needs_model: bool  # loads the MiniLM embedding model (slower start)
+    # Its data dir holds state that must outlive the pod (the orchestrator's trace outbox): a
+    # StatefulSet with one PersistentVolumeClaim per pod instead of an emptyDir.
+    durable_data: bool = False
 
 
 DEPLOY: dict[str, Deploy] = {
-    "orchestrator": Deploy("orchestrator", None, True, ("250m", "1"), ("256Mi", "512Mi"), 2, False),
+    # Conversations (and Ask results) in PostgreSQL shared by the replicas, the trace outbox (SQLite,
+    # one per pod, delivered in order per tenant) on the pod's own PersistentVolume.
+    "orchestrator": Deploy("orchestrator", "orchestrator", True, ("250m", "1"), ("256Mi", "512Mi"), 2, False,
+                           durable_data=True),
     "retrieval": Deploy("retrieval", "retrieval", False, ("500m", "2"), ("768Mi", "1536Mi"), 2, True),
     "scheduler_gateway": Deploy("scheduler-gateway", "scheduling", False, ("100m", "500m"), ("192Mi", "384Mi"), 2, False),
     "generation": Deploy("generation", None, True, ("250m", "1"), ("256Mi", "512Mi"), 2, False),
@@ -110,6 +120,9 @@ def service_env(info: ServiceInfo, target_host: callable) -> dict[str, str]:
         env[f"{p}AUTH_MODE"] = "proxy"
         env[f"{p}TOKEN_HEADER"] = "authorization"
         env[f"{p}SESSION_HTTPS_ONLY"] = "true"
+    # Balanced gRPC (kit/balancing.py): written out so an operator sees and tunes them per service.
+    for field in dataclasses.fields(GrpcSettings):
+        env[f"{GRPC_PREFIX}{field.name.upper()}"] = str(field.default)
     env["OTEL_SERVICE_NAME"] = f"citetrace-{info.name}"
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = OTLP_ENDPOINT
     env["OTEL_TRACES_SAMPLER"] = "parentbased_always_on"
@@ -300,6 +313,20 @@ def compose() -> dict:
 # Kubernetes
 
 
+def k8s_target_host(host: str) -> str:
+    """gRPC's DNS resolver on the headless Service: every ready pod's address, re-resolved when a
+    connection closes (max connection age), so round_robin reaches pods added since."""
+    return f"dns:///{host}"
+
+
+def workload_kind(d: Deploy) -> str:
+    return "StatefulSet" if d.durable_data else "Deployment"
+
+
+def workload_file(d: Deploy) -> str:
+    return f"{workload_kind(d).lower()}.yaml"
+
+
 def labels(d: Deploy) -> dict:
     return {"app.kubernetes.io/name": d.dns, "app.kubernetes.io/part-of": "citetrace"}
 
@@ -362,16 +389,31 @@ def deployment(info: ServiceInfo) -> dict:
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
     if "data_dir" in settings_fields(info):
         container["volumeMounts"].append({"name": "data", "mountPath": DATA_DIR})
-        volumes.append({"name": "data", "emptyDir": {"sizeLimit": "1Gi"}})
+        if not d.durable_data:
+            volumes.append({"name": "data", "emptyDir": {"sizeLimit": "1Gi"}})
+    if d.durable_data:
+        # One volume per pod, kept across restarts, rescheduling and scale-down (a pod that comes
+        # back with the same ordinal delivers what its outbox still holds).
+        rollout = {
+            "serviceName": d.dns,  # the headless Service governs the pods' DNS names
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate"},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data", "labels": labels(d)},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+        }
+    else:
+        rollout = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}
     return {
         "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "kind": workload_kind(d),
         "metadata": {"name": d.dns, "labels": labels(d)},
         "spec": {
             "replicas": d.replicas,
             "revisionHistoryLimit": 5,
             "selector": {"matchLabels": labels(d)},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            **rollout,
             "template": {
                 "metadata": {"labels": labels(d), "annotations": {
                     "prometheus.io/scrape": "true", "prometheus.io/port": str(info.metrics_port),
@@ -390,12 +432,17 @@ def deployment(info: ServiceInfo) -> dict:
 
 
 def service(info: ServiceInfo) -> dict:
+    """gRPC services are headless (clusterIP: None): DNS answers with every ready pod's address and
+    the callers' round_robin channels balance per call. Behind a ClusterIP the long-lived HTTP/2
+    connections would pin each caller to the pod it first reached. (The console is HTTP/1.1 behind
+    the sign-in proxy: a ClusterIP balances its short connections.)"""
     d = DEPLOY[info.name]
+    headless = {} if isinstance(info, WebAppInfo) else {"clusterIP": "None"}
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": d.dns, "labels": labels(d)},
-        "spec": {"type": "ClusterIP", "selector": labels(d), "ports": [
+        "spec": {"type": "ClusterIP", **headless, "selector": labels(d), "ports": [
             {"name": "http", "port": info.port, "targetPort": "http", "protocol": "TCP", "appProtocol": "http"}
             if isinstance(info, WebAppInfo) else
             {"name": "grpc", "port": info.port, "targetPort": "grpc", "protocol": "TCP",
@@ -416,7 +463,7 @@ def hpa(info: ServiceInfo) -> dict:
     d = DEPLOY[info.name]
     return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
             "metadata": {"name": d.dns, "labels": labels(d)},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": d.dns},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": workload_kind(d), "name": d.dns},
                      "minReplicas": 2, "maxReplicas": 10,
                      "metrics": [{"type": "Resource", "resource": {
                          "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}],
@@ -425,8 +472,8 @@ def hpa(info: ServiceInfo) -> dict:
 
 def kustomization_for(info: ServiceInfo) -> dict:
     d = DEPLOY[info.name]
-    resources = ["deployment.yaml", "service.yaml", "pdb.yaml"] + (["hpa.yaml"] if d.stateless else [])
-    env = service_env(info, lambda host: host)
+    resources = [workload_file(d), "service.yaml", "pdb.yaml"] + (["hpa.yaml"] if d.stateless else [])
+    env = service_env(info, k8s_target_host)
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
             "resources": resources,
             "configMapGenerator": [{"name": f"{d.dns}-config",
@@ -439,7 +486,7 @@ def k8s_files() -> dict[str, str]:
     for info in DEPLOYABLES:
         d = DEPLOY[info.name]
         folder = f"{base}/{d.dns}"
-        files[f"{folder}/deployment.yaml"] = dump(deployment(info))
+        files[f"{folder}/{workload_file(d)}"] = dump(deployment(info))
         files[f"{folder}/service.yaml"] = dump(service(info))
         files[f"{folder}/pdb.yaml"] = dump(pdb(info))
         if d.stateless:
@@ -464,7 +511,7 @@ def k8s_files() -> dict[str, str]:
                 for i in DEPLOYABLES if has_database(i)]},
         ],
         "patches": [
-            {"target": {"kind": "Deployment"},
+            {"target": {"kind": "Deployment|StatefulSet"},
              "patch": dump([{"op": "replace", "path": "/spec/replicas", "value": 1}])},
             {"target": {"kind": "HorizontalPodAutoscaler"},
              "patch": dump([{"op": "replace", "path": "/spec/minReplicas", "value": 1},
@@ -493,11 +540,12 @@ def k8s_files() -> dict[str, str]:
             {"target": {"kind": "HorizontalPodAutoscaler"},
              "patch": dump([{"op": "replace", "path": "/spec/minReplicas", "value": 3},
                             {"op": "replace", "path": "/spec/maxReplicas", "value": 20}])},
-            *[{"target": {"kind": "Deployment", "name": name},
-               "patch": dump([{"op": "replace", "path": "/spec/replicas", "value": 3}])} for name in stateless],
+            *[{"target": {"kind": workload_kind(DEPLOY[i.name]), "name": DEPLOY[i.name].dns},
+               "patch": dump([{"op": "replace", "path": "/spec/replicas", "value": 3}])}
+              for i in DEPLOYABLES if DEPLOY[i.name].dns in stateless],
             {"target": {"kind": "PodDisruptionBudget"},
              "patch": dump([{"op": "replace", "path": "/spec/minAvailable", "value": "50%"}])},
-            {"target": {"kind": "Deployment"}, "path": "spread.yaml"},
+            {"target": {"kind": "Deployment|StatefulSet"}, "path": "spread.yaml"},
         ],
     })
     files["k8s/overlays/prod/spread.yaml"] = dump({

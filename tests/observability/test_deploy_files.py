@@ -19,6 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
+from citetrace.kit.balancing import GRPC_PREFIX, GrpcSettings, client_options, server_options
 from citetrace.kit.settings import env_names, load_settings
 from citetrace.kit.stack import SERVICES, WEB_APPS, WebAppInfo
 
@@ -43,7 +44,8 @@ def settings_class(info):
 def check_env(info, env: dict[str, str], where: str) -> None:
     """Every variable is known, and the values load through the settings classes."""
     cls, prefix = settings_class(info)
-    known = set(env_names(cls, prefix)) | set(env_names(AuthSettings, AUTH_PREFIX)) | RUNTIME_ENV
+    known = (set(env_names(cls, prefix)) | set(env_names(AuthSettings, AUTH_PREFIX))
+             | set(env_names(GrpcSettings, GRPC_PREFIX)) | RUNTIME_ENV)
     unknown = sorted(set(env) - known)
     assert not unknown, f"{where}: {info.name} sets variables its settings do not read: {unknown}"
     resolved = {k: re.sub(r"\$\{[^}]*\}", "x" * 40, v) for k, v in env.items()}
@@ -51,6 +53,7 @@ def check_env(info, env: dict[str, str], where: str) -> None:
     secrets = {name: "s" * 40 for name in SECRET_SETTINGS if name.startswith(prefix)}
     load_settings(cls, prefix, {**secrets, **resolved})
     load_settings(AuthSettings, AUTH_PREFIX, {**resolved, "CITETRACE_AUTH_HS256_SECRET": "s" * 40})
+    load_settings(GrpcSettings, GRPC_PREFIX, resolved)
 
 
 def test_generated_deploy_files_are_fresh():
@@ -221,9 +224,14 @@ def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
     return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
 
+def workloads(docs: list[dict]) -> dict[str, dict]:
+    """Each deployable's pods: a Deployment, or a StatefulSet where the pod has durable state."""
+    return {**by_kind(docs, "Deployment"), **by_kind(docs, "StatefulSet")}
+
+
 def test_every_service_has_probes_resources_security_pdb_service_and_hpa_when_stateless(rendered):
     target, docs = rendered
-    deployments = by_kind(docs, "Deployment")
+    deployments = workloads(docs)
     assert set(deployments) == set(DNS.values())
     services, pdbs, hpas = by_kind(docs, "Service"), by_kind(docs, "PodDisruptionBudget"), by_kind(
         docs, "HorizontalPodAutoscaler")
@@ -258,6 +266,7 @@ def test_every_service_has_probes_resources_security_pdb_service_and_hpa_when_st
         assert annotations["prometheus.io/port"] == str(info.metrics_port)
         if name in hpas:
             assert hpas[name]["spec"]["scaleTargetRef"]["name"] == name
+            assert hpas[name]["spec"]["scaleTargetRef"]["kind"] == deployment["kind"]
     if target == "overlays/prod":
         assert all(d["spec"]["replicas"] >= 2 for d in deployments.values())
         assert all(h["spec"]["minReplicas"] >= 3 for h in hpas.values())
@@ -267,7 +276,7 @@ def test_every_kubernetes_env_var_is_read_by_the_settings_class(rendered):
     target, docs = rendered
     config_maps = by_kind(docs, "ConfigMap")
     secrets = by_kind(docs, "Secret")
-    for name, deployment in by_kind(docs, "Deployment").items():
+    for name, deployment in workloads(docs).items():
         info = BY_DNS[name]
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         env: dict[str, str] = {}
@@ -296,3 +305,132 @@ def test_settings_fields_read_dynamically_reach_the_manifests():
         for field in targets:
             if field[: -len("_target")] in DNS:
                 assert f"{prefix}{field.upper()}=" in text, (info.name, field)
+
+
+# --- Balanced gRPC and durable state (issue 21) ---------------------------------------------------
+
+GRPC_DNS = {dns for dns, info in BY_DNS.items() if not isinstance(info, WebAppInfo)}
+ORCHESTRATOR_DATA_DIR = "/var/lib/citetrace"
+
+
+def pod_env(docs: list[dict], workload: dict) -> tuple[dict[str, str], dict[str, dict]]:
+    """A workload's environment: ConfigMap values, and the variables that come from Secrets."""
+    config_maps = by_kind(docs, "ConfigMap")
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        env.update(config_maps[source["configMapRef"]["name"]]["data"])
+    from_secrets = {}
+    for item in container.get("env", []):
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        elif "secretKeyRef" in item.get("valueFrom", {}):
+            from_secrets[item["name"]] = item["valueFrom"]["secretKeyRef"]
+    return env, from_secrets
+
+
+def balancing_problems(docs: list[dict]) -> list[str]:
+    """Every gRPC Service headless; every caller's target resolves through DNS to one of them; every
+    pod's channels round_robin with keepalive, its server with a bounded connection age."""
+    problems = []
+    services = by_kind(docs, "Service")
+    for dns in sorted(GRPC_DNS):
+        if services[dns]["spec"].get("clusterIP") != "None":
+            problems.append(f"Service {dns} is not headless (clusterIP: None)")
+    for name, workload in sorted(workloads(docs).items()):
+        env, _ = pod_env(docs, workload)
+        for key, value in sorted(env.items()):
+            if key.endswith("_TARGET"):
+                match = re.fullmatch(r"dns:///([a-z0-9-]+):(\d+)", value)
+                if not match:
+                    problems.append(f"{name}: {key}={value} is not a dns:///<service>:<port> target")
+                elif match.group(1) not in GRPC_DNS or int(match.group(2)) != BY_DNS[match.group(1)].port:
+                    problems.append(f"{name}: {key}={value} names no headless gRPC Service and port")
+        settings = load_settings(GrpcSettings, GRPC_PREFIX, env)
+        if f"{GRPC_PREFIX}LB_POLICY" not in env or settings.lb_policy != "round_robin":
+            problems.append(f"{name}: client channels not round_robin ({GRPC_PREFIX}LB_POLICY)")
+        if '"round_robin"' not in dict(client_options(settings))["grpc.service_config"]:
+            problems.append(f"{name}: the kit's channel options carry no round_robin service config")
+        for field in ("KEEPALIVE_TIME_MS", "KEEPALIVE_TIMEOUT_MS", "MAX_CONNECTION_AGE_MS", "MAX_CONNECTION_AGE_GRACE_MS"):
+            if f"{GRPC_PREFIX}{field}" not in env:
+                problems.append(f"{name}: {GRPC_PREFIX}{field} not set")
+        if name in GRPC_DNS:
+            age = dict(server_options(settings)).get("grpc.max_connection_age_ms", 0)
+            if not 0 < age <= 30 * 60 * 1000:
+                problems.append(f"{name}: server connections must be recycled within 30 min (max age {age} ms)")
+    return problems
+
+
+def durable_state_problems(docs: list[dict]) -> list[str]:
+    """The orchestrator's outbox on a PersistentVolume (StatefulSet volumeClaimTemplates), never an
+    emptyDir; its conversations (and Ask results) in PostgreSQL from a Secret."""
+    problems = []
+    workload = workloads(docs)["orchestrator"]
+    spec = workload["spec"]
+    pod = spec["template"]["spec"]
+    (container,) = pod["containers"]
+    mount = next((m for m in container["volumeMounts"] if m["mountPath"] == ORCHESTRATOR_DATA_DIR), None)
+    if mount is None:
+        return [f"orchestrator: nothing mounted at {ORCHESTRATOR_DATA_DIR}"]
+    volume = next((v for v in pod.get("volumes", []) if v["name"] == mount["name"]), None)
+    claims = {c["metadata"]["name"]: c for c in spec.get("volumeClaimTemplates", [])}
+    if workload["kind"] != "StatefulSet":
+        problems.append(f"orchestrator is a {workload['kind']}, not a StatefulSet")
+    if volume is not None and "persistentVolumeClaim" not in volume:
+        problems.append(f"orchestrator: {ORCHESTRATOR_DATA_DIR} is on {sorted(set(volume) - {'name'})}, not a PV")
+    if volume is None and mount["name"] not in claims:
+        problems.append(f"orchestrator: volume {mount['name']} is neither a pod volume nor a claim template")
+    if mount["name"] in claims and "ReadWriteOnce" not in claims[mount["name"]]["spec"]["accessModes"]:
+        problems.append("orchestrator: the outbox volume must be ReadWriteOnce (one pod, one SQLite file)")
+    headless = by_kind(docs, "Service").get(spec.get("serviceName", ""), {}).get("spec", {})
+    if workload["kind"] == "StatefulSet" and headless.get("clusterIP") != "None":
+        problems.append("orchestrator: the StatefulSet's serviceName is not its headless Service")
+    env, from_secrets = pod_env(docs, workload)
+    url = from_secrets.get("CITETRACE_ORCHESTRATOR_DATABASE_URL")
+    if url is None or url.get("optional"):
+        problems.append("orchestrator: CITETRACE_ORCHESTRATOR_DATABASE_URL (conversations) not from a required Secret")
+    cls, prefix = settings_class(BY_DNS["orchestrator"])
+    settings = load_settings(cls, prefix, {**env, f"{prefix}DATABASE_URL": "postgresql+psycopg://u:p@db:5432/o"})
+    if not settings.conversations_url().startswith("postgresql"):
+        problems.append("orchestrator: the conversation store is not the PostgreSQL URL")
+    if not str(settings.outbox_path()).startswith(ORCHESTRATOR_DATA_DIR + "/"):
+        problems.append(f"orchestrator: the outbox {settings.outbox_path()} is not under the volume")
+    return problems
+
+
+def test_grpc_is_balanced_headless_round_robin_keepalive_and_max_connection_age(rendered):
+    target, docs = rendered
+    assert balancing_problems(docs) == [], target
+    # The check can fail: a ClusterIP Service, a plain host:port target, pick_first, no max age.
+    broken = json.loads(json.dumps(docs))
+    service = next(d for d in broken if d["kind"] == "Service" and d["metadata"]["name"] == "retrieval")
+    del service["spec"]["clusterIP"]
+    config = next(d for d in broken if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("orchestrator-"))
+    config["data"]["CITETRACE_ORCHESTRATOR_TRACE_TARGET"] = "trace:50056"
+    config["data"][f"{GRPC_PREFIX}LB_POLICY"] = "pick_first"
+    config["data"][f"{GRPC_PREFIX}MAX_CONNECTION_AGE_MS"] = "0"
+    problems = balancing_problems(broken)
+    assert any("Service retrieval is not headless" in p for p in problems)
+    assert any("TRACE_TARGET=trace:50056" in p for p in problems)
+    assert any("orchestrator: client channels not round_robin" in p for p in problems)
+    assert any("orchestrator: server connections must be recycled" in p for p in problems)
+
+
+def test_the_orchestrators_durable_state_is_on_a_persistent_volume_and_in_postgresql(rendered):
+    target, docs = rendered
+    assert durable_state_problems(docs) == [], target
+    if target == "overlays/prod":
+        assert workloads(docs)["orchestrator"]["spec"]["replicas"] >= 2
+    # The check can fail: the pre-issue-21 manifest (a Deployment with the data dir on an emptyDir).
+    broken = json.loads(json.dumps(docs))
+    workload = next(d for d in broken if d["metadata"]["name"] == "orchestrator" and d["kind"] == "StatefulSet")
+    workload["kind"] = "Deployment"
+    del workload["spec"]["volumeClaimTemplates"]
+    workload["spec"]["template"]["spec"]["volumes"].append({"name": "data", "emptyDir": {"sizeLimit": "1Gi"}})
+    workload["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        e for e in workload["spec"]["template"]["spec"]["containers"][0]["env"]
+        if e["name"] != "CITETRACE_ORCHESTRATOR_DATABASE_URL"]
+    problems = durable_state_problems(broken)
+    assert any("not a StatefulSet" in p for p in problems)
+    assert any("['emptyDir'], not a PV" in p for p in problems)
+    assert any("DATABASE_URL (conversations) not from a required Secret" in p for p in problems)
