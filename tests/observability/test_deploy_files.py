@@ -363,7 +363,8 @@ def balancing_problems(docs: list[dict]) -> list[str]:
 
 def durable_state_problems(docs: list[dict]) -> list[str]:
     """The orchestrator's outbox on a PersistentVolume (StatefulSet volumeClaimTemplates), never an
-    emptyDir; its conversations (and Ask results) in PostgreSQL from a Secret."""
+    emptyDir; its conversations and Ask idempotency results (one URL: conversations_url) in
+    PostgreSQL from a Secret."""
     problems = []
     workload = workloads(docs)["orchestrator"]
     spec = workload["spec"]
