@@ -135,3 +135,14 @@ def test_settings_come_from_the_environment_and_bad_values_are_named():
     assert server["grpc.max_connection_age_ms"] == 60000
     # the server accepts pings as often as the clients send them
     assert server["grpc.http2.min_ping_interval_without_data_ms"] <= loaded.keepalive_time_ms
+
+
+def test_a_dns_target_as_written_in_the_manifests_reaches_the_server(fresh_channels):
+    """Kubernetes targets are dns:///<service>:<port> (gRPC's DNS resolver, every A record of a
+    headless Service); the kit channel accepts the form and calls get through."""
+    auth = kit_testing.test_auth_settings()
+    metadata = kit_testing.token_metadata(auth, "tenant-a")
+    with replicas(1, auth) as (servicers, runners):
+        for _ in range(3):
+            _call(f"dns:///localhost:{runners[0].port}", metadata)
+        assert len(servicers[0].peers) == 3
