@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from citetrace.kit.errors import DomainError
-from citetrace.kit.metrics import TRACE_OUTBOX_PENDING
+from citetrace.kit.metrics import TRACE_OUTBOX_DEAD_LETTERS, TRACE_OUTBOX_PENDING
 from citetrace.kit.relay import Relay, backoff_seconds
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 
@@ -164,6 +164,9 @@ class TraceOutbox:
 
     def _update_gauge(self) -> None:
         TRACE_OUTBOX_PENDING.labels(service=self._service).set(self.pending_count())
+        with self._db_lock:
+            dead = self._db.execute("SELECT count(*) FROM outbox WHERE state = 'dead'").fetchone()[0]
+        TRACE_OUTBOX_DEAD_LETTERS.labels(service=self._service).set(dead)
 
     # -- delivery -------------------------------------------------------------------------------
 

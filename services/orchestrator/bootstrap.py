@@ -136,10 +136,12 @@ def build_servicer(settings: Settings, auth: AuthSettings | None = None, *, down
 
 
 def build_spec(settings: Settings, auth: AuthSettings | None = None, **overrides: Any) -> ServiceSpec:
+    servicer = build_servicer(settings, auth if auth is not None else default_auth(), **overrides)
     return ServiceSpec(
         name="orchestrator",
         full_name=pb.DESCRIPTOR.services_by_name["OrchestratorService"].full_name,
-        servicer=build_servicer(settings, auth if auth is not None else default_auth(), **overrides),
+        servicer=servicer,
+        refused=servicer.refused,
         register=pb_grpc.add_OrchestratorServiceServicer_to_server,
         # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): an AskRequest is a question of at most 4,000 characters and a few IDs.
         max_receive_message_bytes=1 * 1024 * 1024,

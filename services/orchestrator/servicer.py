@@ -5,7 +5,7 @@ services/orchestrator/bootstrap.py, domain errors are mapped to gRPC status by t
 from __future__ import annotations
 
 from citetrace.kit.context import current_principal, remaining_seconds
-from citetrace.kit.errors import Unavailable
+from citetrace.kit.errors import DomainError, InvalidArgument, Unavailable
 from citetrace.kit.timestamps import field_time, utc_now
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 
@@ -37,7 +37,11 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
     def Ask(self, request, context):
         if not self._ready:
             raise Unavailable("NOT_READY", "the orchestrator is not warmed up yet")
-        given = field_time(request, "as_of")
+        try:
+            given = field_time(request, "as_of")
+        except InvalidArgument as err:
+            self.refused("Ask", request, err)
+            raise
         answer = self._core.ask(AskRequest(
             principal=current_principal(), question=request.question, as_of=given or utc_now(),
             location_id=request.location_id.strip(), locale=request.locale.strip(),
@@ -46,3 +50,12 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         ))
         answer.response.trace_delivered = answer.trace_delivered
         return answer.response
+
+    def refused(self, method: str, request, error: DomainError) -> None:
+        """An Ask refused on its input before the core ran (a field rule at the kit's edge, an
+        unreadable as_of) still leaves its evidence record with the refusal's code."""
+        if method != "Ask":
+            return
+        question = request.question if request is not None else ""
+        self._core.reject(current_principal(), question, utc_now(), error.reason,
+                          f"{error.code.value}: {error.message}")

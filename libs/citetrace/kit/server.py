@@ -55,6 +55,11 @@ class ServiceSpec:
     # not given, a servicer's own warm_up()/close() are used (services that predate bootstrap.py).
     warm_up: Callable[[], None] | None = None
     close: Callable[[], None] | None = None
+    # Called for an authenticated request the kit refuses before the servicer runs (undecodable, or
+    # breaking a field rule), in the caller's context: (method short name, the decoded request or
+    # None, the error). The orchestrator records a refused Ask here; a DomainError it raises
+    # replaces the refusal (UNAVAILABLE when the refusal could not be recorded).
+    refused: Callable[[str, Any, DomainError], None] | None = None
 
     def __post_init__(self) -> None:
         if self.warm_up is None:
@@ -92,8 +97,10 @@ def error_status(domain: str, code: Code, reason: str, message: str, metadata: d
 class KitInterceptor(grpc.ServerInterceptor):
     """Authenticates, maps domain errors to google.rpc.Status with ErrorInfo, records metrics."""
 
-    def __init__(self, service: str, verifier: TokenVerifier) -> None:
+    def __init__(self, service: str, verifier: TokenVerifier,
+                 refused: Callable[[str, Any, DomainError], None] | None = None) -> None:
         self._service = service
+        self._refused = refused
         self._domain = f"{service}.citetrace"
         self._verifier = verifier
 
@@ -112,8 +119,15 @@ class KitInterceptor(grpc.ServerInterceptor):
             code_name = "OK"
             try:
                 principal, token = self._verifier.verify_metadata(context.invocation_metadata())
-                request = _decode(deserialize, raw)
-                validate_request(request)
+                request = None
+                try:
+                    request = _decode(deserialize, raw)
+                    validate_request(request)
+                except DomainError as refusal:
+                    if self._refused is not None:
+                        with call_context(principal, token, context.time_remaining()):
+                            self._refused(short_method, request, refusal)
+                    raise
                 with call_context(principal, token, context.time_remaining()):
                     return behavior(request, context)
             except DomainError as err:
@@ -179,7 +193,7 @@ class ServiceRunner:
         setup_tracing(f"citetrace-{self.spec.name}")
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix=self.spec.name),
-            interceptors=[otel_server_interceptor(), KitInterceptor(self.spec.name, self._verifier)],
+            interceptors=[otel_server_interceptor(), KitInterceptor(self.spec.name, self._verifier, self.spec.refused)],
             options=[("grpc.so_reuseport", 0),
                      ("grpc.max_receive_message_length", self.spec.max_receive_message_bytes),
                      *server_options(self.balancing)],

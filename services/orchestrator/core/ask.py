@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from citetrace.kit.auth import Principal
-from citetrace.kit.errors import InvalidArgument, NotFound
-from citetrace.kit.metrics import ANSWERS
+from citetrace.kit.errors import DomainError, InvalidArgument, NotFound, Unavailable
+from citetrace.kit.metrics import ANSWERS, TRACE_OUTBOX_WRITE_FAILURES
 from citetrace.kit.telemetry import current_trace_id, stage
 
 from services.orchestrator.core import change
@@ -134,13 +134,14 @@ class Orchestrator:
         with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id) as span:
             result = self._new_result(principal, request.question, normalize(request.question), request.as_of,
                                       wording)
-            turn = self._open_turn(request, result)
             try:
+                turn = self._open_turn(request, result)
                 self._answer(request, wording, calls, result, turn)
             except Exception as exc:
-                # An Ask that fails still leaves its evidence record.
+                # An Ask that fails still leaves its evidence record, with its error code; when the
+                # record cannot be kept, UNAVAILABLE replaces the error (fail closed).
                 result.outcome = Outcome.UNSPECIFIED
-                result.parts.append(PartResult("error", error=f"{type(exc).__name__}: {exc}"))
+                result.parts.append(PartResult("error", error=error_code(exc)))
                 self._finish(result, calls.timings, started)
                 raise
             answer = self._finish(result, calls.timings, started)
@@ -150,7 +151,8 @@ class Orchestrator:
         return answer
 
     def reject(self, principal: Principal, question: str, as_of: dt.datetime, reason: str, message: str) -> None:
-        """An Ask refused on its input still leaves an evidence record (no parts answered)."""
+        """An Ask refused on its input still leaves an evidence record (no parts answered); raises
+        Unavailable when that record cannot be kept."""
         started = time.perf_counter()
         with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id, rejected=reason):
             result = self._new_result(principal, question[:MAX_REJECTED_CHARS],
@@ -173,9 +175,14 @@ class Orchestrator:
         assembled = self.assembler.assemble(result)
         try:
             delivered = bool(self.trace_sink.submit(assembled.record))
-        except Exception:  # the sink keeps the record durably or logs why it could not
-            log.exception("trace %s could not be submitted", result.trace_id)
-            delivered = False
+        except Exception as exc:
+            # Neither delivered nor kept in the durable outbox: no answer leaves without its record.
+            log.exception("trace %s could not be recorded: the answer is withheld", result.trace_id)
+            TRACE_OUTBOX_WRITE_FAILURES.labels(service=SERVICE).inc()
+            raise Unavailable("TRACE_NOT_RECORDED",
+                              "the evidence record of this answer could not be stored (trace outbox write failed: "
+                              f"{type(exc).__name__}); the answer is withheld, try again",
+                              trace_id=result.trace_id) from exc
         return Answer(result, assembled.response, assembled.record, delivered)
 
     def _open_turn(self, request: AskRequest, result: AskResult) -> Any:
@@ -301,6 +308,13 @@ def pending_of(route: Any, parts: list[PartResult], locale: str) -> Pending:
         candidates = tuple(c.location_id for c in route.clinic_choices if not options or c.display_name in options)
     return Pending(tuple(route.scope.in_scope_clauses), missing, candidates,
                    route.location.location_id if route.location else "", locale)
+
+
+def error_code(exc: BaseException) -> str:
+    """What a failed Ask's record says about its error: the code and reason a caller gets."""
+    if isinstance(exc, DomainError):
+        return f"{exc.code.value} {exc.reason}: {exc.message}"
+    return f"INTERNAL {type(exc).__name__}: {exc}"
 
 
 def question_problem(question: str, max_chars: int) -> InvalidArgument | None:
