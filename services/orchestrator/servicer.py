@@ -57,5 +57,5 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         if method != "Ask":
             return
         question = request.question if request is not None else ""
-        self._core.reject(current_principal(), question, utc_now(), error.reason,
-                          f"{error.code.value}: {error.message}")
+        self._core.reject(current_principal(), question, utc_now(), error.reason, error.message,
+                          code=error.code.value)

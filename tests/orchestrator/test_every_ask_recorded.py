@@ -73,7 +73,7 @@ def test_an_out_of_range_as_of_is_refused_at_the_edge_and_recorded(auth, stack):
     assert _refusal(caught) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_TIMESTAMP")
     (record,) = _records(auth, trace_address, "tenant-asof")
     (part,) = record.parts
-    assert part.error.startswith("INVALID_ARGUMENT INVALID_TIMESTAMP: INVALID_ARGUMENT: as_of: seconds 300000000000")
+    assert part.error.startswith("INVALID_ARGUMENT INVALID_TIMESTAMP: as_of: seconds 300000000000")
     assert record.trace_id  # the record of the refused Ask is keyed by its trace ID like any other
 
 
@@ -128,3 +128,16 @@ def test_when_the_outbox_cannot_be_written_no_answer_leaves(auth, tmp_path, trac
                 trace_pb.ListTracesRequest(page_size=5), timeout=5,
                 metadata=token_metadata(auth, "tenant-outbox", ("auditor",)))
         assert list(listed.traces) == []
+
+
+def test_a_reused_idempotency_key_is_refused_and_recorded(auth, stack):
+    build, trace_address = stack
+    with serving(build(), auth) as orch:
+        _ask_request(orch, auth, pb.AskRequest(question="Should I double my insulin dose?", idempotency_key="k-1"),
+                     tenant="tenant-key")
+        with pytest.raises(grpc.RpcError) as caught:
+            _ask_request(orch, auth, pb.AskRequest(question="Can I stop my statin?", idempotency_key="k-1"),
+                         tenant="tenant-key")
+    assert _refusal(caught) == (grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_KEY_REUSED")
+    errors = sorted(r.parts[-1].error for r in _records(auth, trace_address, "tenant-key"))
+    assert len(errors) == 2 and errors[1].startswith("ALREADY_EXISTS IDEMPOTENCY_KEY_REUSED: idempotency key 'k-1'")

@@ -105,7 +105,11 @@ class Orchestrator:
                   "location_id": request.location_id, "locale": request.locale,
                   "conversation_id": request.conversation_id,
                   "as_of": request.as_of.isoformat() if request.as_of_given else ""}
-        stored = self.results.reserve(principal.tenant_id, key, fields)
+        try:
+            stored = self.results.reserve(principal.tenant_id, key, fields)
+        except DomainError as err:  # the key is in use (another question, still running): recorded too
+            self.reject(principal, request.question, request.as_of, err.reason, err.message, code=err.code.value)
+            raise
         if stored is not None:
             response, delivered = stored
             return Answer(None, response, None, delivered)
@@ -150,14 +154,15 @@ class Orchestrator:
             span.set_attribute("citetrace.trace_delivered", answer.trace_delivered)
         return answer
 
-    def reject(self, principal: Principal, question: str, as_of: dt.datetime, reason: str, message: str) -> None:
+    def reject(self, principal: Principal, question: str, as_of: dt.datetime, reason: str, message: str,
+               code: str = "INVALID_ARGUMENT") -> None:
         """An Ask refused on its input still leaves an evidence record (no parts answered); raises
         Unavailable when that record cannot be kept."""
         started = time.perf_counter()
         with stage(SERVICE, "orchestrator.ask", tenant=principal.tenant_id, rejected=reason):
             result = self._new_result(principal, question[:MAX_REJECTED_CHARS],
                                       normalize(question)[:MAX_REJECTED_CHARS], as_of, self.catalog.default)
-            result.parts.append(PartResult("request", error=f"INVALID_ARGUMENT {reason}: {message}"))
+            result.parts.append(PartResult("request", error=f"{code} {reason}: {message}"))
             if result.trace_id:
                 self._finish(result, [], started)
 
