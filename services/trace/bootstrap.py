@@ -5,6 +5,7 @@ the scheduled retention pass. __main__, the tests and the benchmarks build the s
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -35,16 +36,17 @@ class Trace:
     servicer: TraceServicer
     retention: Periodic | None
     checkpointing: Periodic | None = None
+    backlog: Periodic | None = None
 
     def warm_up(self) -> None:
         self.core.open()
         log.info("trace store ready")
-        for task in (self.retention, self.checkpointing):
+        for task in (self.retention, self.checkpointing, self.backlog):
             if task is not None:
                 task.start()
 
     def close(self) -> None:
-        for task in (self.retention, self.checkpointing):
+        for task in (self.retention, self.checkpointing, self.backlog):
             if task is not None:
                 task.stop(10)
         self.core.store.close()
@@ -107,7 +109,12 @@ def build(settings: Settings, *, store: TraceStore | None = None, passages: Pass
         # Seconds since this process's last checkpoint (since start while it has made none).
         CHECKPOINT_AGE.labels(service="trace").set_function(
             lambda: core.checkpoint_age() if core.checkpoint_age() is not None else time.monotonic() - started)
-    return Trace(settings, core, TraceServicer(core), retention, checkpointing)
+    backlog = None
+    if settings.review_backlog_interval_seconds > 0:
+        older_than = dt.timedelta(seconds=settings.review_backlog_seconds)
+        backlog = Periodic("trace-review-backlog", settings.review_backlog_interval_seconds,
+                           lambda: core.review_backlog(older_than))
+    return Trace(settings, core, TraceServicer(core), retention, checkpointing, backlog)
 
 
 def build_spec(settings: Settings, auth: AuthSettings | None = None, **adapters) -> ServiceSpec:

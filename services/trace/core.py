@@ -41,6 +41,7 @@ from citetrace.kit.errors import (
 )
 from citetrace.kit.metrics import (
     CHECKPOINT_MISMATCHES,
+    REVIEW_BACKLOG,
     record_digest_failure,
     record_signature_failure,
 )
@@ -556,23 +557,33 @@ class TraceCore:
         return checkpoint, where
 
     def checkpoint_all(self) -> dict[str, int]:
-        """The scheduled pass: a checkpoint per tenant whose head moved since its latest one."""
+        """The scheduled pass: every tenant's chain verified (signature failures and checkpoint
+        mismatches are counted and alerted), and a checkpoint written for each whose head moved."""
         done: dict[str, int] = {}
         if self.checkpoints is None:
             return done
         for tenant in self.store.tenants():
+            report = self.verify_tenant(tenant)
+            if not report.ok:
+                log.error("trace: tenant %s not checkpointed: its chain does not verify at sequence %d: %s",
+                          tenant, report.first_broken_sequence, report.detail)
+                continue
             head = self.store.head(tenant)
             latest, _ = self.checkpoints.latest(tenant)
             if head is None or (latest is not None and latest.sequence == head.sequence
                                 and latest.head_hash == head.record_hash):
                 continue
-            try:
-                checkpoint, _ = self.checkpoint_tenant(tenant)
-            except FailedPrecondition:
-                log.error("trace: tenant %s not checkpointed: its chain does not verify", tenant)
-                continue
+            checkpoint = self.sealer.checkpoint(tenant, head.sequence, head.record_hash, self.now())
+            self.checkpoints.write(checkpoint)
+            self._last_checkpoint = time.monotonic()
             done[tenant] = checkpoint.sequence
         return done
+
+    def review_backlog(self, older_than: dt.timedelta) -> int:
+        """Answers (all tenants) that have needed re-review for longer than `older_than`."""
+        count = self.store.review_backlog(self.now() - older_than)
+        REVIEW_BACKLOG.labels(service="trace").set(count)
+        return count
 
     def checkpoint_age(self) -> float | None:
         """Seconds since this process wrote its last checkpoint (None: none yet)."""

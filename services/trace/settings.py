@@ -42,6 +42,10 @@ class Settings(ServerSettings):
     checkpoint_dir: Path | None = None
     # A checkpoint of every tenant whose head moved, this often (seconds); 0 = only on request.
     checkpoint_interval_seconds: float = 300.0
+    # citetrace_review_backlog counts answers needing re-review (a cited version superseded or
+    # retired) for longer than this (seconds; default 7 days), recomputed this often (0 = never).
+    review_backlog_seconds: float = 7 * 86400.0
+    review_backlog_interval_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -50,6 +54,8 @@ class Settings(ServerSettings):
         require(self.max_page_size >= 1, "max_page_size must be >= 1")
         require(self.passage_read_timeout_seconds > 0, "passage_read_timeout_seconds must be > 0")
         require(self.checkpoint_interval_seconds >= 0, "checkpoint_interval_seconds must be >= 0")
+        require(self.review_backlog_seconds >= 0, "review_backlog_seconds must be >= 0")
+        require(self.review_backlog_interval_seconds >= 0, "review_backlog_interval_seconds must be >= 0")
         require(self.signing_provider == "file" or self.signing_key_file is not None,
                 "signing_key_file (the key reference) is required for a signing provider other than file")
 

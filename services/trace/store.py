@@ -295,6 +295,7 @@ class TraceStore(Protocol):
                           seal_link: Callable[[NewLink], Sealer]) -> int: ...
     def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]: ...
     def tenant_events(self, tenant_id: str) -> TenantEvents: ...
+    def review_backlog(self, cutoff: dt.datetime) -> int: ...
     def tenants(self) -> list[str]: ...
     def append_link(self, new: NewLink, sealer: Sealer) -> tuple[bool, StoredLink]: ...
     def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
@@ -631,6 +632,29 @@ class SqlTraceStore:
             return len(targets)
 
         return self._serialized(work)
+
+    def review_backlog(self, cutoff: dt.datetime) -> int:
+        """Records of every tenant needing re-review because of a version event older than `cutoff`
+        (superseded or retired evidence nobody has re-reviewed since)."""
+        rec = records
+        newer_review = (
+            sa.select(1).select_from(reviews)
+            .where(reviews.c.tenant_id == rec.c.tenant_id, reviews.c.trace_id == rec.c.trace_id,
+                   reviews.c.created_at > version_events.c.created_at)
+            .correlate(rec, version_events)
+        )
+        overdue = (
+            sa.select(1)
+            .select_from(facets.join(version_events, sa.and_(version_events.c.tenant_id == facets.c.tenant_id,
+                                                             version_events.c.version_id == facets.c.value)))
+            .where(facets.c.tenant_id == rec.c.tenant_id, facets.c.trace_id == rec.c.trace_id,
+                   facets.c.kind == "version", version_events.c.created_at > rec.c.created_at,
+                   version_events.c.created_at < cutoff, ~sa.exists(newer_review))
+            .correlate(rec)
+            .exists()
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(rec).where(overdue)).scalar_one())
 
     def tenant_events(self, tenant_id: str) -> TenantEvents:
         with self.engine.connect() as conn:

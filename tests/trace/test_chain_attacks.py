@@ -289,3 +289,32 @@ def test_cli_checkpoint_then_verify_reports_a_truncated_tail(auth, tmp_path, met
         out = capsys.readouterr().out
         assert "chain BROKEN at sequence 3: records missing at the end" in out
         assert "first missing sequence 3" in out
+
+
+def test_the_scheduled_pass_verifies_every_tenant_and_checkpoints_moved_heads(core, store):
+    fill(core, 2)
+    assert core.checkpoint_all() == {TENANT: 2}
+    assert core.checkpoint_all() == {}, "an unmoved head is not checkpointed again"
+    assert core.checkpoint_age() is not None and core.checkpoint_age() < 60
+    target = store.get(TENANT, "t-1")
+    with store.engine.begin() as conn:
+        _bypass(conn, store.dialect, "trace_records")
+        conn.execute(sa.text("UPDATE trace_records SET signature = :s WHERE trace_id = 't-1'"),
+                     {"s": target.signature[:-4] + "AAA="})
+    before = counter(SIGNATURE_FAILURES, service="trace", kind="trace_link")
+    core.record_trace(WRITER, make_record("t-3"))
+    assert core.checkpoint_all() == {}, "a chain that no longer verifies is not checkpointed"
+    assert counter(SIGNATURE_FAILURES, service="trace", kind="trace_link") == before + 1
+    assert core.checkpoints.latest(TENANT)[0].sequence == 2
+
+
+def test_the_review_backlog_counts_answers_waiting_for_re_review(core):
+    from citetrace.kit.metrics import REVIEW_BACKLOG
+
+    fill(core, 2)
+    core.record_version_event(WRITER, "v" + "1" * 63, pb.VERSION_EVENT_KIND_SUPERSEDED, "v" + "3" * 63)
+    assert core.review_backlog(dt.timedelta(days=1)) == 0, "not waiting longer than the setting yet"
+    assert core.review_backlog(dt.timedelta(0)) == 2
+    assert REVIEW_BACKLOG.labels(service="trace")._value.get() == 2
+    core.record_review(REVIEWER, "t-1", pb.REVIEW_DECISION_ACCEPTED)
+    assert core.review_backlog(dt.timedelta(0)) == 1
