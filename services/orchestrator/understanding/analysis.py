@@ -134,7 +134,7 @@ class QuestionAnalyzer:
         t = self.heads.boundary_thresholds
         results: list[ClauseAnalysis] = []
         for clause, (start, end) in zip(clauses, spans, strict=True):
-            vector = encoded.pool(start, end)
+            vector = self.heads.vector(encoded, start, end)
             scores = self.heads.boundary_scores(vector)
             folded = fold(clause)
             check = self.rules.check_emergency(folded)
@@ -163,7 +163,7 @@ class QuestionAnalyzer:
         emergency = any(c.boundary == EMERGENCY for c in results)
         why = ""
         if not emergency and len(clauses) > 1:
-            whole_scores = self.heads.boundary_scores(encoded.pool())
+            whole_scores = self.heads.boundary_scores(self.heads.vector(encoded))
             whole = self.rules.check_emergency(fold(text))
             e_threshold = t.emergency_fallback if fallback else t.emergency
             if whole_scores[EMERGENCY] >= e_threshold:
@@ -185,7 +185,7 @@ class QuestionAnalyzer:
                 continue
             if not is_statement(clause.text) or self.rules.check_clinical(fold(clause.text)) is not None:
                 continue
-            joint = self.heads.boundary_scores(encoded.pool(clause.start, following.end))
+            joint = self.heads.boundary_scores(self.heads.vector(encoded, clause.start, following.end))
             if joint[EMERGENCY] < t.emergency and joint[EMERGENCY] + joint[CLINICAL] < t.boundary:
                 out[i] = dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
                                              boundary_source=f"model: context of clause {i + 2} "

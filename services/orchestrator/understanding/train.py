@@ -36,14 +36,15 @@ from citetrace.identity import sha256_file
 from services.orchestrator.core.text import fold, normalize, split_clauses
 from services.orchestrator.understanding.analysis import clause_spans, decide_intents
 from services.orchestrator.understanding.encoder import Encoded, QuestionEncoder
-from services.orchestrator.understanding.model import BOUNDARY_CLASSES, INTENTS, MODEL_FILE
+from services.orchestrator.understanding.features import FEATURE_SPEC, clause_vector
+from services.orchestrator.understanding.model import BOUNDARY_CLASSES, INTENTS, MODEL_FILE, encode_matrix
 from services.orchestrator.understanding.rules import load_rules
 
 DATA = Path(__file__).resolve().parent / "data"
 BOUNDARY_SET = DATA / "boundary_labelled.yaml"
 INTENT_SET = DATA / "intent_labelled.yaml"
 MEDQUAD_TRAIN = DATA / "medquad_train.jsonl"
-MODEL_VERSION = "understanding-2026-12-01.1"
+MODEL_VERSION = "understanding-2026-12-02.1"
 # What a logistics question of the boundary set is about, from its tag (adds intent examples).
 TAG_INTENT = {"booking": "availability", "cancel": "cancellation_rescheduling", "arrival": "arrival_preparation",
               "other": "other", "provider": "provider_information"}
@@ -97,9 +98,10 @@ def softmax_train(x: np.ndarray, y: np.ndarray, classes: int, sample_weight: np.
         members = y == c
         if members.any():
             weights[members] = sample_weight[members] / sample_weight[members].sum()
-    w = np.zeros((classes, x.shape[1]))
-    b = np.zeros(classes)
-    onehot = np.eye(classes)[y]
+    w = np.zeros((classes, x.shape[1]), dtype=x.dtype)
+    b = np.zeros(classes, dtype=x.dtype)
+    onehot = np.eye(classes, dtype=x.dtype)[y]
+    weights = weights.astype(x.dtype)
     m_w, v_w, m_b, v_b = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
     for step in range(1, epochs + 1):
         g = (_softmax(w, b, x) - onehot) * weights[:, None] / classes
@@ -112,11 +114,12 @@ def sigmoid_train(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, epochs: int = 
                   lr: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """One independent logistic regression per column of y (0/1), positives weighted to balance."""
     labels = y.shape[1]
-    w = np.zeros((labels, x.shape[1]))
-    b = np.zeros(labels)
+    w = np.zeros((labels, x.shape[1]), dtype=x.dtype)
+    b = np.zeros(labels, dtype=x.dtype)
     pos = y.sum(axis=0)
     pos_weight = (len(y) - pos) / np.maximum(pos, 1)
-    weights = np.where(y > 0, pos_weight, 1.0)
+    weights = np.where(y > 0, pos_weight, 1.0).astype(x.dtype)
+    y = y.astype(x.dtype)
     m_w, v_w, m_b, v_b = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
     for step in range(1, epochs + 1):
         p = 1.0 / (1.0 + np.exp(-(x @ w.T + b)))
@@ -152,7 +155,7 @@ def boundary_matrix(examples: list[Example]) -> tuple[np.ndarray, np.ndarray, np
         weight = MEDQUAD_WEIGHT if ex.key.startswith("mq:") else (
             INTENT_AS_LOGISTICS_WEIGHT if ex.key.startswith("intent:") else 1.0)
         for start, end, label in ex.spans:
-            rows.append(ex.encoded.pool(start, end))
+            rows.append(clause_vector(ex.encoded, start, end))
             labels.append(BOUNDARY_CLASSES.index(label))
             weights.append(weight)
     return np.array(rows), np.array(labels), np.array(weights)
@@ -175,10 +178,10 @@ def observe(ex: Example, w: np.ndarray, b: np.ndarray, rules) -> Observed:
     for clause, (start, end) in zip(clauses, spans, strict=True):
         # The gold label of a clause: the labelled span it overlaps most.
         gold = max(ex.spans, key=lambda s: min(end, s[1]) - max(start, s[0]))[2]
-        probs = _softmax(w, b, ex.encoded.pool(start, end)[None, :])[0]
+        probs = _softmax(w, b, clause_vector(ex.encoded, start, end)[None, :])[0]
         folded = fold(clause)
         out.append((gold, probs, rules.check_emergency(folded).hit is not None, rules.check_clinical(folded) is not None))
-    whole = _softmax(w, b, ex.encoded.pool()[None, :])[0]
+    whole = _softmax(w, b, clause_vector(ex.encoded)[None, :])[0]
     return Observed(ex, out, whole, len(clauses) > 1 and rules.check_emergency(fold(ex.text)).hit is not None)
 
 
@@ -241,7 +244,7 @@ def intent_rows(intent_items: list[dict], boundary_items: list[dict]) -> list[tu
 
 
 def intent_matrix(rows, encodings: dict[str, Encoded]) -> tuple[np.ndarray, np.ndarray]:
-    x = np.array([encodings[text].pool() for text, _, _ in rows])
+    x = np.array([clause_vector(encodings[text]) for text, _, _ in rows])
     y = np.array([[1.0 if name in intents else 0.0 for name in INTENTS] for _, intents, _ in rows])
     return x, y
 
@@ -251,7 +254,7 @@ def intent_predict(w, b, encoded: Encoded, accept: float, other_below: float) ->
     clauses = split_clauses(encoded.text) or [encoded.text]
     found: set[str] = set()
     for start, end in clause_spans(encoded.text, clauses):
-        p = 1.0 / (1.0 + np.exp(-(w @ encoded.pool(start, end) + b)))
+        p = 1.0 / (1.0 + np.exp(-(w @ clause_vector(encoded, start, end) + b)))
         found.update(decide_intents(dict(zip(INTENTS, p.tolist(), strict=True)), accept, other_below))
     return found
 
@@ -344,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "version": MODEL_VERSION,
         "trained_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "encoder": {"model_id": encoder.model_id, "derived_sha256": encoder.derived_sha256},
+        "features": {"spec": FEATURE_SPEC},
         "data": {
             "boundary_labelled": {"sha256": sha256_file(BOUNDARY_SET), "tune_examples": len(tune)},
             "intent_labelled": {"sha256": sha256_file(INTENT_SET), "tune_examples": len(intent_items)},
@@ -352,14 +356,14 @@ def main(argv: list[str] | None = None) -> int:
         },
         "boundary": {
             "classes": list(BOUNDARY_CLASSES),
-            "w": np.round(bw, 6).tolist(), "b": np.round(bb, 6).tolist(),
+            "w": encode_matrix(bw), "b": np.round(bb, 6).tolist(),
             # The fallback threshold is not tuned (no data): half the emergency threshold, on purpose.
             "thresholds": {"emergency": t_e, "boundary": t_b, "emergency_fallback": round(t_e / 2, 3)},
             "out_of_fold_tune": cv,
         },
         "intent": {
             "labels": list(INTENTS),
-            "w": np.round(iw, 6).tolist(), "b": np.round(ib, 6).tolist(),
+            "w": encode_matrix(iw), "b": np.round(ib, 6).tolist(),
             "thresholds": {"accept": best[1], "other_below": best[2]},
             "out_of_fold_tune_exact_set_accuracy": round(best[0], 4),
         },
