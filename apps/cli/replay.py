@@ -62,13 +62,20 @@ def signing_settings(args: argparse.Namespace) -> AuthSettings | None:
     return AuthSettings(hs256_secret=secret) if secret else None
 
 
+def _replay_roles(roles) -> list[str]:
+    """The asker's roles plus auditor: an as_of further back than the orchestrator's clock-skew
+    tolerance is a replay, which only reviewer and auditor may ask for (issue 17 §5)."""
+    out = list(roles)
+    return out if {"reviewer", "auditor"} & set(out) else [*out, "auditor"]
+
+
 def ask_token(signing: AuthSettings | None, fallback: str, old: pb.TraceRecord) -> str:
     """A token for the original asker's tenant and roles, or the caller's token without a key."""
     if signing is None:
         return fallback
     try:
         return mint_token(signing, tenant_id=old.tenant_id, subject=f"{REPLAY_SUBJECT}{old.trace_id}",
-                          roles=list(old.principal_roles), ttl_seconds=600)
+                          roles=_replay_roles(old.principal_roles), ttl_seconds=600)
     except Exception:  # noqa: BLE001 - no private key (RS256 verify-only): fall back
         return fallback
 

@@ -36,7 +36,7 @@ class ProtoAssembler:
 
 def assemble(result: AskResult) -> Assembled:
     response = pb.AskResponse(trace_id=result.trace_id, next_action=codec.NEXT_ACTION.pb(result.next_action),
-                              conversation_id=result.conversation_id)
+                              conversation_id=result.conversation_id, as_of=to_timestamp(result.as_of))
     record = trace_pb.TraceRecord(
         trace_id=result.trace_id, tenant_id=result.asker.tenant_id, created_at=to_timestamp(result.created_at),
         principal_ref=result.asker.subject, principal_roles=result.asker.roles,

@@ -42,8 +42,11 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         except InvalidArgument as err:
             self.refused("Ask", request, err)
             raise
+        principal, now = current_principal(), utc_now()
+        if given is not None:
+            self._core.admit_as_of(principal, request.question, given, now)
         answer = self._core.ask(AskRequest(
-            principal=current_principal(), question=request.question, as_of=given or utc_now(),
+            principal=principal, question=request.question, as_of=given or now,
             location_id=request.location_id.strip(), locale=request.locale.strip(),
             remaining_seconds=remaining_seconds(), conversation_id=request.conversation_id.strip(),
             idempotency_key=request.idempotency_key.strip(), as_of_given=given is not None,

@@ -55,6 +55,9 @@ class Settings(ServerSettings):
     locations_cache_seconds: float = 30.0
     part_workers: int = 8
     max_question_chars: int = 2000
+    # How far in the past a caller's as_of may lie (clock skew) before the Ask is a replay, which
+    # only reviewer and auditor may ask for (issue 17 §5); others get INVALID_ARGUMENT AS_OF_IN_PAST.
+    as_of_skew_seconds: float = 300.0
     # Where the question encoder's int8 graph is derived once from the shipped MiniLM model
     # (services/orchestrator/understanding/encoder.py); empty: $XDG_CACHE_HOME/citetrace/models.
     model_cache_dir: str = ""

@@ -345,6 +345,12 @@ class TraceCore:
         if principal.has_any_role(QUERY_TEXT_ROLES) and not stored.redacted:
             record.query.raw = stored.query_raw
             record.query.normalized = stored.query_normalized
+        if not principal.has_any_role(QUERY_TEXT_ROLES):
+            # Fragments of the question (a date of birth as a date entity) and who asked it are the
+            # question's: only its readers see them (issue 17 §5). Kinds and resolved values stay.
+            record.principal_ref = ""
+            for entity in record.route.entities:
+                entity.surface = ""
         return record
 
     def read_back_passages(self, record: pb.TraceRecord) -> ReadbackReport:

@@ -4,6 +4,8 @@ generator, and a trace for every Ask."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import grpc
 import pytest
 from citetrace.common.v1 import common_pb2 as c
@@ -289,10 +291,14 @@ def test_cli_prints_markers_sources_and_trace_or_json(stack):
     assert "[1]" in text.stdout and "Sources:" in text.stdout and "/documents/acme-arrival-policy/versions/" in text.stdout
     trace_id = text.stdout.strip().splitlines()[-1].split()[1]
     assert stack.get_trace(trace_id).record.trace_id == trace_id
+    # A recent as_of (within the clock-skew tolerance; older ones are replays for reviewer/auditor).
+    as_of = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=30)).replace(microsecond=0)
+    as_of_text = as_of.strftime("%Y-%m-%dT%H:%M:%SZ")
     as_json = stack.cli("ask", "--data-dir", str(stack.data_dir), "--tenant", "acme-health", "--json",
-                        "--as-of", "2026-12-01T14:00:00Z", ARRIVAL_Q, timeout=60)
+                        "--as-of", as_of_text, ARRIVAL_Q, timeout=60)
     assert as_json.returncode == 0, as_json.stderr
     response = json_format.Parse(as_json.stdout, pb.AskResponse())
     assert response.parts[0].outcome == c.PART_OUTCOME_ANSWERED
     assert '"outcome": "PART_OUTCOME_ANSWERED"' in as_json.stdout and '"passageId"' in as_json.stdout
-    assert stack.get_trace(response.trace_id).record.as_of.ToJsonString() == "2026-12-01T14:00:00Z"
+    assert stack.get_trace(response.trace_id).record.as_of.ToJsonString() == as_of_text
+    assert response.as_of.ToJsonString() == as_of_text  # every answer states the as_of it was computed for

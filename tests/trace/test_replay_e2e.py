@@ -110,7 +110,8 @@ def test_replay_reports_unchanged_then_retired_sources_and_regressions(world, ca
     origin = traces.GetTrace(pb.GetTraceRequest(trace_id=replayed[0]["diff"]["new_trace_id"]), timeout=10,
                              metadata=token(auth, ("auditor",))).record
     assert origin.principal_ref == f"replay:{replayed[0]['trace_id']}"
-    assert list(origin.principal_roles) == ["patient"]
+    # The asker's roles, plus auditor: a past as_of is a replay, for reviewer/auditor only (issue 17 §5).
+    assert sorted(origin.principal_roles) == ["auditor", "patient"]
     code, out, _ = replay(world, capsys, "--since", since, "--include-replays", "--json")
     assert len(json.loads(out)) > 2
 

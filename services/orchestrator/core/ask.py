@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from citetrace import vocab
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import DomainError, InvalidArgument, NotFound, Unavailable
 from citetrace.kit.metrics import ANSWERS, TRACE_OUTBOX_WRITE_FAILURES
@@ -57,6 +58,7 @@ class AskSettings:
     trace_reserve_seconds: float = 0.5
     max_workers: int = 8
     max_question_chars: int = 2000
+    as_of_skew_seconds: float = 300.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +155,14 @@ class Orchestrator:
             span.set_attribute("citetrace.parts", len(result.parts))
             span.set_attribute("citetrace.trace_delivered", answer.trace_delivered)
         return answer
+
+    def admit_as_of(self, principal: Principal, question: str, as_of: dt.datetime, now: dt.datetime) -> None:
+        """A caller-given as_of further back than the clock-skew tolerance is a replay: refused
+        (and recorded as refused) unless the caller is a reviewer or auditor (issue 17 §5)."""
+        problem = as_of_problem(principal, as_of, now, self.settings.as_of_skew_seconds)
+        if problem is not None:
+            self.reject(principal, question, as_of, problem.reason, problem.message)
+            raise problem
 
     def reject(self, principal: Principal, question: str, as_of: dt.datetime, reason: str, message: str,
                code: str = "INVALID_ARGUMENT") -> None:
@@ -320,6 +330,20 @@ def error_code(exc: BaseException) -> str:
     if isinstance(exc, DomainError):
         return f"{exc.code.value} {exc.reason}: {exc.message}"
     return f"INTERNAL {type(exc).__name__}: {exc}"
+
+
+REPLAY_ROLES = (vocab.REVIEWER, vocab.AUDITOR)
+
+
+def as_of_problem(principal: Principal, as_of: dt.datetime, now: dt.datetime,
+                  skew_seconds: float) -> InvalidArgument | None:
+    """An as_of further in the past than the clock-skew tolerance asks for the answer as it was then
+    (superseded policy text): a replay, for reviewer and auditor only."""
+    if as_of >= now - dt.timedelta(seconds=skew_seconds) or principal.has_any_role(REPLAY_ROLES):
+        return None
+    return InvalidArgument("AS_OF_IN_PAST", f"as_of is {(now - as_of).total_seconds():.0f}s in the past; more than "
+                           f"{skew_seconds:.0f}s (clock skew) is a replay, which needs the reviewer or auditor role",
+                           field="as_of")
 
 
 def question_problem(question: str, max_chars: int) -> InvalidArgument | None:

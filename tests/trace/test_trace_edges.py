@@ -124,3 +124,26 @@ def test_every_rule_names_a_real_field_and_empty_requests_pass():
     pool = descriptor_pool.Default()
     for message, field in rules().fields:
         assert field in pool.FindMessageTypeByName(message).fields_by_name, (message, field)
+
+
+def test_entity_surfaces_and_principal_ref_only_for_readers_of_the_question(sqlite_trace, metadata_for):
+    """Staff and policy_admin read the record without the question's fragments (a date of birth
+    as a date entity) or who asked it; reviewer and auditor see them, as they see the question."""
+    from citetrace.common.v1 import route_pb2 as r
+
+    _, stub, _ = sqlite_trace
+    rec = make_record("t-edge-surface", question="I was born 1970-03-04, when do I arrive?")
+    rec.route.entities.append(r.Entity(kind="date", surface="1970-03-04", value="1970-03-04", confidence=1.0))
+    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, SERVICE))
+    for roles in (("staff",), ("policy_admin",)):
+        got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-edge-surface"), timeout=10,
+                            metadata=metadata_for(TENANT, roles)).record
+        assert got.principal_ref == "" and got.query.raw == ""
+        assert [(e.kind, e.surface, e.value) for e in got.route.entities] == [("date", "", "1970-03-04")]
+    for roles in (("reviewer",), ("auditor",)):
+        got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-edge-surface"), timeout=10,
+                            metadata=metadata_for(TENANT, roles)).record
+        assert got.principal_ref == "subj-7f3a" and got.query.raw.startswith("I was born")
+        assert [e.surface for e in got.route.entities] == ["1970-03-04"]
+    ok = stub.VerifyChain(pb.VerifyChainRequest(), timeout=10, metadata=metadata_for(TENANT, ("auditor",)))
+    assert ok.ok
