@@ -1,5 +1,5 @@
-"""citetrace up / status / down: the six services and the console as local processes on fixed
-default ports."""
+"""citetrace up / status / restart / down: the six services and the console as local processes on
+fixed default ports, supervised by `up` (in the foreground, or in the background with --detach)."""
 
 from __future__ import annotations
 
@@ -31,9 +31,13 @@ CONSOLE_SESSION_SECRET_FILE = "console-session-secret"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    up = subparsers.add_parser("up", help="start the six services and the console locally and wait until SERVING")
+    up = subparsers.add_parser(
+        "up", help="start the six services and the console locally, wait until SERVING, and supervise them "
+                   "(a service that exits is restarted with backoff and logged; the others keep serving)")
     add_data_dir(up)
-    up.add_argument("--detach", action="store_true", help="return once SERVING and leave the stack running")
+    up.add_argument("--detach", action="store_true",
+                    help="return once SERVING and leave the stack running, supervised by a background `up`")
+    up.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
     up.add_argument("--port-offset", type=int, default=0, help="shift every default port by N")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for SERVING")
     up.set_defaults(func=run_up)
@@ -41,6 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status = subparsers.add_parser("status", help="health of each service (and the console's URL) of the local stack")
     add_data_dir(status)
     status.set_defaults(func=run_status)
+
+    restart = subparsers.add_parser(
+        "restart", help="restart one service of the running stack (foreground or detached) and wait until SERVING")
+    add_data_dir(restart)
+    restart.add_argument("service", choices=[info.name for info in (*SERVICES, *WEB_APPS)])
+    restart.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for SERVING")
+    restart.set_defaults(func=run_restart)
 
     down = subparsers.add_parser("down", help="stop the local stack started with `up --detach`")
     add_data_dir(down)
@@ -109,14 +120,17 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subprocess.Popen]:
-    secret = dev_secret(data_dir, create=True)
+def _spawn(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, secret: str, detach: bool,
+           note: str = "") -> subprocess.Popen:
+    """One process of a service, its output appended to logs/<name>.log (after `note`, a line saying
+    why it was (re)started, when there is one)."""
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    procs: dict[str, subprocess.Popen] = {}
-    for info in (*SERVICES, *WEB_APPS):
-        log_file = open(logs / f"{info.name}.log", "ab")  # noqa: SIM115 - owned by the child
-        procs[info.name] = subprocess.Popen(
+    with open(logs / f"{info.name}.log", "ab") as log_file:
+        if note:
+            log_file.write(f"--- {_now()} citetrace: {note} ---\n".encode())
+            log_file.flush()
+        return subprocess.Popen(
             [sys.executable, "-m", info.module],
             env=_service_env(info, data_dir, offset, secret),
             stdout=log_file,
@@ -125,17 +139,35 @@ def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subproce
             start_new_session=True,
             preexec_fn=None if detach else _die_with_parent,
         )
-        log_file.close()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def write_state(data_dir: Path, state: dict) -> None:
+    """The state file, replaced atomically (status, restart and down read it while `up` runs)."""
+    path = data_dir / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
+
+
+def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subprocess.Popen]:
+    secret = dev_secret(data_dir, create=True)
+    procs = {info.name: _spawn(info, data_dir, offset, secret, detach) for info in (*SERVICES, *WEB_APPS)}
     state = {
         "up_pid": os.getpid(),
+        "port_offset": offset,
         "services": {
-            name: {"pid": proc.pid, "port": _info(name).port + offset, "metrics_port": _info(name).metrics_port + offset}
+            name: {"pid": proc.pid, "port": _info(name).port + offset, "metrics_port": _info(name).metrics_port + offset,
+                   "restarts": 0}
             for name, proc in procs.items()
         },
     }
     for app in WEB_APPS:
         state["services"][app.name]["url"] = app.url(offset)
-    (data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+    write_state(data_dir, state)
     return procs
 
 
@@ -192,12 +224,118 @@ def _alive(pid: int) -> bool:
         return False
 
 
+# Supervision: a service that exits while the stack runs is started again after a backoff that
+# doubles with each exit in a row (0.5 s, 1 s, 2 s ... at most 30 s) and is forgotten once it has
+# run for STABLE_SECONDS; the other services are not touched.
+RESTART_BACKOFF_SECONDS = 0.5
+RESTART_BACKOFF_MAX_SECONDS = 30.0
+STABLE_SECONDS = 60.0
+RESTART_GRACE_SECONDS = 20.0
+READY_FILE = "up-ready"  # the supervising `up` saw every service SERVING
+RESTART_REQUESTS = "restart-requests"  # `citetrace restart NAME` leaves a file NAME here
+
+
+def restart_backoff(crashes: int) -> float:
+    """Seconds before the restart after the `crashes`-th exit in a row."""
+    return min(RESTART_BACKOFF_SECONDS * 2 ** max(crashes - 1, 0), RESTART_BACKOFF_MAX_SECONDS)
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+@dataclasses.dataclass
+class _Supervised:
+    proc: subprocess.Popen
+    started: float
+    phase: str = "running"  # running | stopping (a requested restart) | waiting (to be started)
+    crashes: int = 0  # exits in a row, for the backoff
+    restarts: int = 0  # every restart, as `status` reports it
+    start_at: float = 0.0
+    stop_deadline: float = 0.0
+    note: str = ""
+
+
+class Supervisor:
+    """Keeps the stack's processes running: restarts one that exited (with backoff) or whose restart
+    was requested, logs each event, and keeps the state file's pids current."""
+
+    def __init__(self, data_dir: Path, offset: int, detach: bool, procs: dict[str, subprocess.Popen],
+                 out=print) -> None:
+        self.data_dir, self.offset, self.detach = data_dir, offset, detach
+        self.secret = dev_secret(data_dir, create=True)
+        now = time.monotonic()
+        self.entries = {name: _Supervised(proc, now) for name, proc in procs.items()}
+        self.out = out
+        (data_dir / RESTART_REQUESTS).mkdir(exist_ok=True)
+
+    def log(self, message: str) -> None:
+        self.out(f"{_now()} citetrace: {message}", flush=True)
+
+    def pids(self) -> dict[str, int]:
+        return {name: entry.proc.pid for name, entry in self.entries.items()}
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        changed = self._take_requests(now)
+        for name, entry in self.entries.items():
+            code = entry.proc.poll()
+            if entry.phase == "running" and code is not None:
+                entry.crashes += 1
+                delay = restart_backoff(entry.crashes)
+                entry.phase, entry.start_at = "waiting", now + delay
+                entry.note = f"restart after {name} (pid {entry.proc.pid}) {_exit_text(code)}"
+                self.log(f"{name} (pid {entry.proc.pid}) {_exit_text(code)}; restarting in {delay:g} s"
+                         f" (exit {entry.crashes} in a row)")
+            elif entry.phase == "stopping":
+                if code is not None:
+                    entry.phase, entry.start_at = "waiting", now
+                elif now >= entry.stop_deadline:
+                    _signal(entry.proc.pid, signal.SIGKILL)
+            elif entry.phase == "running" and entry.crashes and now - entry.started >= STABLE_SECONDS:
+                entry.crashes = 0
+            if entry.phase == "waiting" and now >= entry.start_at:
+                old = entry.proc.pid
+                entry.proc = _spawn(_info(name), self.data_dir, self.offset, self.secret, self.detach, entry.note)
+                entry.phase, entry.started = "running", now
+                entry.restarts += 1
+                changed = True
+                self.log(f"{name} restarted (pid {old} -> {entry.proc.pid})")
+        if changed:
+            self._write_state()
+
+    def _take_requests(self, now: float) -> bool:
+        taken = False
+        for request in sorted((self.data_dir / RESTART_REQUESTS).iterdir()):
+            request.unlink(missing_ok=True)
+            entry = self.entries.get(request.name)
+            if entry is None or entry.phase != "running":
+                continue
+            self.log(f"restart of {request.name} (pid {entry.proc.pid}) requested; stopping it")
+            _signal(entry.proc.pid, signal.SIGTERM)
+            entry.phase, entry.stop_deadline = "stopping", now + RESTART_GRACE_SECONDS
+            entry.note, entry.crashes = "restart requested (citetrace restart)", 0
+            taken = True
+        return taken
+
+    def _write_state(self) -> None:
+        state = read_state(self.data_dir)
+        for name, entry in self.entries.items():
+            state["services"][name].update(pid=entry.proc.pid, restarts=entry.restarts)
+        write_state(self.data_dir, state)
+
+
 def run_up(args: argparse.Namespace) -> int:
     data_dir: Path = args.data_dir
     existing = read_state(data_dir).get("services", {})
     if any(_alive(entry["pid"]) for entry in existing.values()):
         print(f"citetrace: a stack is already running from {data_dir} (run `citetrace down` first)", file=sys.stderr)
         return 1
+    if args.detach:
+        return _up_detached(args)
     stopping = {"flag": False}
 
     def on_signal(signum, _frame):
@@ -205,7 +343,9 @@ def run_up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    procs = start_stack(data_dir, args.port_offset, args.detach)
+    background = args.background
+    (data_dir / READY_FILE).unlink(missing_ok=True)
+    procs = start_stack(data_dir, args.port_offset, detach=background)
     pids = {name: proc.pid for name, proc in procs.items()}
     print(f"starting {len(SERVICES)} services and the console (logs in {data_dir / 'logs'}) ...", flush=True)
     failed = wait_serving(data_dir, procs, args.timeout)
@@ -216,30 +356,95 @@ def run_up(args: argparse.Namespace) -> int:
         (data_dir / STATE_FILE).unlink(missing_ok=True)
         return 1
     _print_table(data_dir)
-    if args.detach:
-        print("stack running in the background; stop it with `citetrace down`")
-        return 0
-    print("all SERVING; press Ctrl-C to stop", flush=True)
-    while not stopping["flag"] and all(proc.poll() is None for proc in procs.values()):
-        time.sleep(0.2)
-    exited = [name for name, proc in procs.items() if proc.poll() is not None]
-    print("stopping ..." if not exited else f"citetrace: {', '.join(exited)} exited; stopping the stack", flush=True)
-    stop_pids(pids, 20.0)
+    print("all SERVING; supervising (a service that exits is restarted); press Ctrl-C to stop", flush=True)
+    (data_dir / READY_FILE).touch()
+    supervisor = Supervisor(data_dir, args.port_offset, background, procs)
+    while not stopping["flag"]:
+        supervisor.tick()
+        time.sleep(0.1)
+    print("stopping ...", flush=True)
+    stop_pids(supervisor.pids(), 20.0)
     (data_dir / STATE_FILE).unlink(missing_ok=True)
-    print("stopped")
-    return 0 if not exited or stopping["flag"] else 1
+    (data_dir / READY_FILE).unlink(missing_ok=True)
+    print("stopped", flush=True)
+    return 0
+
+
+def _up_detached(args: argparse.Namespace) -> int:
+    """`up --detach`: the supervising `up` as a background process (its output in logs/up.log);
+    returns once it reports every service SERVING, or fails with its log when it gives up."""
+    data_dir: Path = args.data_dir
+    logs = data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    ready = data_dir / READY_FILE
+    ready.unlink(missing_ok=True)
+    with open(logs / "up.log", "ab") as log_file:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "apps.cli.main", "up", "--background", "--data-dir", str(data_dir),
+             "--port-offset", str(args.port_offset), "--timeout", str(args.timeout)],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    print(f"starting {len(SERVICES)} services and the console (logs in {logs}) ...", flush=True)
+    deadline = time.monotonic() + args.timeout + 30
+    while not ready.exists():
+        if supervisor.poll() is not None or time.monotonic() > deadline:
+            if supervisor.poll() is None:
+                supervisor.terminate()
+                supervisor.wait(timeout=30)
+            log_text = (logs / "up.log").read_text(errors="replace").splitlines()[-20:]
+            print("\n".join(log_text), file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    _print_table(data_dir)
+    print(f"stack running in the background, supervised (pid {supervisor.pid}, log {logs / 'up.log'}); "
+          "stop it with `citetrace down`")
+    return 0
+
+
+def run_restart(args: argparse.Namespace) -> int:
+    """Restarts one service of a running stack: through its supervising `up` (which stops it with
+    SIGTERM, SIGKILL after a grace, and starts it again), or directly when no `up` runs."""
+    data_dir: Path = args.data_dir
+    state = read_state(data_dir)
+    entry = state.get("services", {}).get(args.service)
+    if entry is None:
+        print(f"citetrace: no running stack in {data_dir} (start one with `citetrace up`)", file=sys.stderr)
+        return 1
+    started = time.monotonic()
+    old_pid = entry["pid"]
+    supervisor = state.get("up_pid")
+    if supervisor and _alive(supervisor):
+        (data_dir / RESTART_REQUESTS).mkdir(exist_ok=True)
+        (data_dir / RESTART_REQUESTS / args.service).touch()
+    else:
+        stop_pids({args.service: old_pid}, RESTART_GRACE_SECONDS)
+        proc = _spawn(_info(args.service), data_dir, state.get("port_offset", 0),
+                      dev_secret(data_dir, create=True), True, "restart requested (citetrace restart, unsupervised)")
+        entry.update(pid=proc.pid, restarts=entry.get("restarts", 0) + 1)
+        write_state(data_dir, state)
+    deadline = started + args.timeout
+    while time.monotonic() < deadline:
+        current = read_state(data_dir).get("services", {}).get(args.service, {})
+        if current.get("pid") not in (None, old_pid) and _health(args.service, current) == "SERVING":
+            print(f"{args.service} restarted (pid {old_pid} -> {current['pid']}), SERVING after "
+                  f"{time.monotonic() - started:.1f} s")
+            return 0
+        time.sleep(0.1)
+    print(f"citetrace: {args.service} did not become SERVING within {args.timeout:g} s after the restart; "
+          f"see {data_dir / 'logs' / (args.service + '.log')}", file=sys.stderr)
+    return 1
 
 
 def _print_table(data_dir: Path) -> bool:
     state = read_state(data_dir).get("services", {})
     all_serving = True
-    print(f"{'service':<20} {'address':<22} {'metrics':<8} health")
+    print(f"{'service':<20} {'address':<22} {'metrics':<8} {'restarts':<8} health")
     for info in (*SERVICES, *WEB_APPS):
         entry = state.get(info.name, {"port": info.port, "metrics_port": info.metrics_port})
         address = entry.get("url") or (info.url() if isinstance(info, WebAppInfo) else f"127.0.0.1:{entry['port']}")
         health = _health(info.name, entry)
         all_serving &= health == "SERVING"
-        print(f"{info.name:<20} {address:<22} {entry['metrics_port']:<8} {health}")
+        print(f"{info.name:<20} {address:<22} {entry['metrics_port']:<8} {entry.get('restarts', 0):<8} {health}")
     for app in WEB_APPS:
         url = state.get(app.name, {}).get("url") or app.url()
         print(f"{app.name}: open {url} in a browser")
@@ -258,7 +463,11 @@ def run_down(args: argparse.Namespace) -> int:
         return 0
     up_pid = state.get("up_pid")
     if up_pid and up_pid != os.getpid() and _alive(up_pid):
-        _signal(up_pid, signal.SIGTERM)  # a foreground `up` stops its own children
+        _signal(up_pid, signal.SIGTERM)  # the supervising `up` stops its own children (and restarts none)
+        deadline = time.monotonic() + args.timeout + 5
+        while time.monotonic() < deadline and _alive(up_pid):
+            time.sleep(0.1)
+        services = read_state(args.data_dir).get("services", services)  # its pids after restarts
     stop_pids({name: entry["pid"] for name, entry in services.items()}, args.timeout)
     (args.data_dir / STATE_FILE).unlink(missing_ok=True)
     print(f"stopped {len(services)} services")

@@ -1,8 +1,10 @@
 """`citetrace up` end to end: six real gRPC processes and the console SERVING, reflection, the
-console's URL, SIGTERM, nothing left."""
+console's URL, supervision (a killed service comes back, the others keep serving; `citetrace
+restart`), SIGTERM, nothing left."""
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -16,7 +18,7 @@ from citetrace.kit.stack import CONSOLE, SERVICES
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from apps.cli.common import read_state
-from apps.cli.stack import _alive
+from apps.cli.stack import _alive, health_of
 
 pytestmark = pytest.mark.slow
 
@@ -61,6 +63,34 @@ def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
         pids = [entry["pid"] for entry in state.values()]
         for info in SERVICES:
             assert info.full_name in _list_services(f"127.0.0.1:{state[info.name]['port']}")
+        # Supervision: the trace service killed -> restarted and logged; the others never stop serving.
+        killed = state["trace"]["pid"]
+        others = [info for info in SERVICES if info.name != "trace"]
+        os.kill(killed, signal.SIGKILL)
+        not_serving, restarted = [], None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and restarted is None:
+            not_serving += [info.name for info in others
+                            if health_of(f"127.0.0.1:{state[info.name]['port']}", timeout=2.0) != "SERVING"]
+            current = read_state(data_dir)["services"]["trace"]
+            if current["pid"] != killed and health_of(f"127.0.0.1:{current['port']}", timeout=0.5) == "SERVING":
+                restarted = current
+            time.sleep(0.05)
+        assert restarted is not None, "the killed trace service came back"
+        assert not_serving == [], not_serving
+        assert restarted["restarts"] == 1 and not _alive(killed)
+        line = up.stdout.readline()
+        assert f"trace (pid {killed}) was killed by SIGKILL; restarting in 0.5 s" in line, line
+        line = up.stdout.readline()
+        assert f"trace restarted (pid {killed} -> {restarted['pid']})" in line, line
+        # `citetrace restart` asks the supervising `up` for a restart and reports it.
+        restart = _citetrace("restart", "generation", "--data-dir", str(data_dir))
+        new_pid = read_state(data_dir)["services"]["generation"]["pid"]
+        assert restart.returncode == 0, restart.stdout + restart.stderr
+        assert (f"generation restarted (pid {state['generation']['pid']} -> {new_pid}), SERVING after"
+                in restart.stdout), restart.stdout
+        assert "restart of generation" in up.stdout.readline()
+        pids = [entry["pid"] for entry in read_state(data_dir)["services"].values()]
         up.send_signal(signal.SIGTERM)
         assert up.wait(timeout=60) == 0
         assert not any(_alive(pid) for pid in pids)

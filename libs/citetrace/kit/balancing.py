@@ -4,7 +4,8 @@ every service, like CITETRACE_AUTH_*).
 Client side (every channel of citetrace.kit.clients): the `round_robin` load-balancing policy, so a
 target that resolves to several addresses (a headless Kubernetes Service, `dns:///name:port`, or
 `ipv4:a:p1,b:p2`) gets one subchannel per address and spreads calls over them; the resolver's own
-service config (DNS TXT records) is ignored, so the policy is ours. Keepalive pings find a dead peer
+service config (DNS TXT records) is ignored, so the policy is ours. Connections are health-checked
+(a replica that is NOT_SERVING gets no calls; see service_config). Keepalive pings find a dead peer
 (a pod gone without a FIN) within keepalive_time + keepalive_timeout.
 
 Server side (citetrace.kit.server): connections are closed after max_connection_age (plus a grace
@@ -53,7 +54,10 @@ def grpc_settings(environ: dict[str, str] | None = None) -> GrpcSettings:
 
 
 def service_config(settings: GrpcSettings) -> str:
-    return json.dumps({"loadBalancingConfig": [{settings.lb_policy: {}}]})
+    """The policy, and client-side health checking (grpc.health.v1 Watch of the server's overall
+    status): a subchannel whose server is NOT_SERVING (warming up, draining) gets no calls, and is
+    used again the moment it reports SERVING. gRPC applies it under round_robin (not pick_first)."""
+    return json.dumps({"loadBalancingConfig": [{settings.lb_policy: {}}], "healthCheckConfig": {"serviceName": ""}})
 
 
 def client_options(settings: GrpcSettings) -> list[tuple[str, object]]:

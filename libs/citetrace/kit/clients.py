@@ -31,19 +31,31 @@ _raw_channels: dict[str, grpc.Channel] = {}
 _lock = threading.Lock()
 
 
+# Recovery: a downstream that was restarted is used again within ~1 s of its SERVING. Reconnect
+# backoff starts at 100 ms and is capped at 500 ms (gRPC's defaults, 1 s growing to 120 s, kept
+# callers failing long after a restart); a connection attempt still gets at least 1 s
+# (min_reconnect_backoff is gRPC's minimum connect timeout). With the health-checked connections of
+# kit.balancing (grpc.health.v1 Watch), a process that listens but is still warming up or draining
+# (NOT_SERVING) gets no calls, and its SERVING reaches the channel at once.
+RECONNECT_INITIAL_BACKOFF_MS = 100
+RECONNECT_MAX_BACKOFF_MS = 500
+CONNECT_TIMEOUT_MIN_MS = 1000
+RECONNECT_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", RECONNECT_INITIAL_BACKOFF_MS),
+    ("grpc.min_reconnect_backoff_ms", CONNECT_TIMEOUT_MIN_MS),
+    ("grpc.max_reconnect_backoff_ms", RECONNECT_MAX_BACKOFF_MS),
+)
+
+
 def channel(target: str) -> grpc.Channel:
     """One shared, instrumented channel per target (channels are thread-safe and expensive)."""
     with _lock:
         if target not in _channels:
-            # A downstream that was down is found again within seconds (gRPC's default reconnect
-            # backoff grows to 120 s, which would keep an outbox relay failing long after the
-            # service came back).
             # round_robin over every address the target resolves to (a headless Service:
-            # dns:///name:port), keepalive (citetrace.kit.balancing, CITETRACE_GRPC_*).
+            # dns:///name:port), health-checked, keepalive (citetrace.kit.balancing,
+            # CITETRACE_GRPC_*); the short reconnect backoff of RECONNECT_OPTIONS.
             raw = grpc.insecure_channel(target, options=[*client_options(grpc_settings()),
-                                                         ("grpc.enable_retries", 0),
-                                                         ("grpc.initial_reconnect_backoff_ms", 250),
-                                                         ("grpc.max_reconnect_backoff_ms", 2000)])
+                                                         ("grpc.enable_retries", 0), *RECONNECT_OPTIONS])
             # The OTel client interceptor is a grpcext interceptor, not a grpc.*ClientInterceptor:
             # grpc.intercept_channel rejects it, grpcext.intercept_channel wraps it.
             _raw_channels[target] = raw
