@@ -135,9 +135,12 @@ def test_remote_judge_verdicts_and_failures(judge_url, mode, verdict, unavailabl
         assert "and a towel" in decision.reason
 
 
-def test_unreachable_judge_is_check_unavailable_in_the_validator():
-    """A judge that cannot answer makes the claim UNRESOLVED with CHECK_UNAVAILABLE, withheld."""
+@pytest.mark.parametrize("mode", ["unreachable", "slow", "malformed", "schema", "http500"])
+def test_a_judge_that_cannot_answer_is_check_unavailable_in_the_validator(judge_url, mode):
+    """A judge that cannot answer (down, past its timeout, a reply that is not the schema's JSON, an
+    HTTP error) makes the claim UNRESOLVED with CHECK_UNAVAILABLE, withheld: never a pass."""
     text = "Bring comfortable clothing and a towel."
+    _Judge.mode = mode
 
 
     from citetrace.identity import passage_id_of, sha256_hex
@@ -149,7 +152,7 @@ def test_unreachable_judge_is_check_unavailable_in_the_validator():
         def load(self, ids, timeout):
             return Loaded({pid: stored}, set())
 
-    judge = RemoteJudge("http://127.0.0.1:9/v1", timeout_seconds=0.3)
+    judge = RemoteJudge("http://127.0.0.1:9/v1" if mode == "unreachable" else judge_url, timeout_seconds=0.5)
     validator = bootstrap.build(Settings(port=0, metrics_port=-1), store=Store2(), support=judge).validator
     offered = [OfferedPassage("S1", pid, "t1", "d1", "v1", 0, len(text), sha256_hex(text), "", "handbook", text)]
     result = validator.validate("t1", [ClaimIn("c1", text, ("S1",), "GENERAL_POLICY")], offered, None)
@@ -180,6 +183,14 @@ def test_judge_support_cli(tmp_path):
     assert rows[0]["verdict"] == SUPPORTED and rows[1]["verdict"] == UNSUPPORTED
     assert rows[0]["support_model"].startswith("embedded:support-embedded-")
     assert 0 <= rows[1]["score"] < rows[0]["score"] <= 1
+    # The exact line format: one JSON object a line, in input order, these keys with these types.
+    lines = out.read_text().splitlines()
+    assert len(lines) == 2 and out.read_text().endswith("\n")
+    for row in rows:
+        assert set(row) == {"id", "verdict", "score", "reason", "support_model"}
+        assert row["verdict"] in (SUPPORTED, UNSUPPORTED, UNRESOLVED)
+        assert isinstance(row["score"], float) and isinstance(row["reason"], str) and row["reason"]
+        assert row["support_model"] == rows[0]["support_model"]
 
 
 def test_judge_support_cli_names_the_bad_line_and_writes_nothing(tmp_path, capsys):
