@@ -101,6 +101,22 @@ def metrics(labels: np.ndarray, predicted: np.ndarray) -> dict:
             "pairs": int(len(labels)), "relevant": int(labels.sum())}
 
 
+def part_metrics(pairs: list[dict], scores: np.ndarray, threshold: float, half: str) -> dict:
+    by_question: dict[str, list[tuple[int, float]]] = {}
+    for pair, score in zip(pairs, scores, strict=True):
+        if pair["split"] == half:
+            by_question.setdefault(pair["question_id"], []).append((pair["label"], float(score)))
+    answerable = np.array([any(label for label, _ in rows) for rows in by_question.values()])
+    goes_on = np.array([any(score >= threshold for _, score in rows) for rows in by_question.values()])
+    offers_relevant = np.array([any(label and score >= threshold for label, score in rows)
+                                for rows in by_question.values()])
+    m = metrics(answerable.astype(int), goes_on)
+    return {"questions": int(len(answerable)), "answerable": int(answerable.sum()),
+            "goes_on_precision": m["precision"], "goes_on_recall": m["recall"],
+            "unanswerable_abstained": f"{int((~goes_on & ~answerable).sum())}/{int((~answerable).sum())}",
+            "answerable_offered_a_relevant_passage": f"{int((offers_relevant & answerable).sum())}/{int(answerable.sum())}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -160,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
                        "auroc": round(float(roc_auc_score(y[tune], scores[tune])), 4)},
               "test": {**metrics(y[~tune], scores[~tune] >= threshold),
                        "auroc": round(float(roc_auc_score(y[~tune], scores[~tune])), 4)},
+              # The orchestrator's use (a policy part abstains when none of its hits is relevant), per
+              # question over its labelled candidates: does the part go on (some candidate relevant)
+              # exactly when the question is answerable, and is a truly relevant candidate among those offered?
+              "part": {half: part_metrics(pairs, scores, threshold, half) for half in ("tune", "test")},
               "test_errors": [{"question": p["question"], "passage": p["passage"], "label": p["label"],
                                "score": round(float(s), 3)} for p, s, t in zip(pairs, scores, tune, strict=True)
                               if not t and (s >= threshold) != bool(p["label"])]}
