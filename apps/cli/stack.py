@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for SERVING")
     up.set_defaults(func=run_up)
 
-    status = subparsers.add_parser("status", help="health of each service (and the console's URL) of the local stack")
+    status = subparsers.add_parser("status", help="health and restart count of each service (and the console's URL) of the local stack")
     add_data_dir(status)
     status.set_defaults(func=run_status)
 
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     restart.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for SERVING")
     restart.set_defaults(func=run_restart)
 
-    down = subparsers.add_parser("down", help="stop the local stack started with `up --detach`")
+    down = subparsers.add_parser("down", help="stop the local stack started with `up --detach` (its supervisor first)")
     add_data_dir(down)
     down.add_argument("--timeout", type=float, default=20.0, help="seconds to wait before SIGKILL")
     down.set_defaults(func=run_down)

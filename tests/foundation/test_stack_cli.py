@@ -100,3 +100,11 @@ def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
         if up.poll() is None:
             up.kill()
 
+
+
+def test_help_documents_supervision_and_restart():
+    help_text = " ".join(_citetrace("--help").stdout.split())
+    assert "supervise them (a service that exits is restarted with backoff and logged; the others keep serving)" in help_text
+    assert "restart restart one service of the running stack (foreground or detached) and wait until SERVING" in help_text
+    restart_help = _citetrace("restart", "--help").stdout
+    assert "retrieval" in restart_help and "--timeout" in restart_help
