@@ -287,4 +287,6 @@ def test_a_retried_ask_with_its_key_replays_the_answer_and_proposes_once(tmp_pat
     with pytest.raises(InvalidArgument):
         core.ask(AskRequest(PATIENT, question, AS_OF, idempotency_key="not a key!"))
     core.ask(AskRequest(PATIENT, question, AS_OF))
-    assert len(ports.scheduler.proposed) == 2 and len(sink.records) == 2
+    # Two answers and the three refusals, each with its own record (issue 16 point 4).
+    assert len(ports.scheduler.proposed) == 2 and len(sink.records) == 5
+    assert len({r.trace_id for r in sink.records}) == 5

@@ -13,6 +13,7 @@ import contextvars
 import dataclasses
 import datetime as dt
 import logging
+import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -173,14 +174,13 @@ class Orchestrator:
             result = self._new_result(principal, question[:MAX_REJECTED_CHARS],
                                       normalize(question)[:MAX_REJECTED_CHARS], as_of, self.catalog.default)
             result.parts.append(PartResult("request", error=f"{code} {reason}: {message}"))
-            if result.trace_id:
-                self._finish(result, [], started)
+            self._finish(result, [], started)
 
     @staticmethod
     def _new_result(principal: Principal, question: str, normalized: str, as_of: dt.datetime,
                     wording: Wording) -> AskResult:
         return AskResult(
-            trace_id=current_trace_id(), asker=Asker(principal.tenant_id, principal.subject, tuple(principal.roles)),
+            trace_id=current_trace_id() or secrets.token_hex(16), asker=Asker(principal.tenant_id, principal.subject, tuple(principal.roles)),
             created_at=dt.datetime.now(dt.UTC), question=question, normalized_question=normalized, as_of=as_of,
             wording_locale=wording.locale, wording_version=wording.version)
 
