@@ -4,11 +4,17 @@ BACKEND ?= embedded
 # Extra bench flags, e.g. BENCH_ARGS="--fusion-method zscore --lexical-weight 0.55 --vector-weight 0.45".
 BENCH_ARGS ?=
 
-.PHONY: bench-retrieval bench-documents ingest-samples
+.PHONY: bench-retrieval bench-documents bench-retrieval-seal ingest-samples
 
 bench-retrieval: setup $(if $(filter opensearch,$(BACKEND)),opensearch-up)
 	BACKEND=$(BACKEND) $(PY) bench/retrieval_bench.py --backend $(BACKEND) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory bench-documents
+	@$(MAKE) --no-print-directory bench-retrieval-seal
+
+# Signing and verifying versions (issue 16): µs per ingestion and per read:
+# bench/results/integrity-retrieval.json.
+bench-retrieval-seal: setup
+	$(PY) bench/integrity_bench.py --part retrieval --n 500
 
 # PDF and HTML ingestion throughput (pages/s, share of time extracting vs embedding), issue 19:
 # bench/results/documents-ingest.json.
