@@ -34,6 +34,7 @@ from citetrace.identity import sha256_hex
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import (
     AlreadyExists,
+    DataLoss,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -394,13 +395,48 @@ class TraceCore:
             raise InvalidArgument("INVALID_VIEW", f"view {view} is not a TraceView", field="view")
         _require_role(principal, READ_ROLES, "GetTrace")
         stored = self._stored(principal, trace_id)
+        reviews = self.store.list_reviews(principal.tenant_id, trace_id, 0, 10_000)
+        redactions = self.store.redactions(principal.tenant_id, trace_id)
+        links = self.store.links(principal.tenant_id, subject_trace_id=trace_id, limit=10_000)
+        self._check_served(stored, reviews, redactions, links)
         record = self.view(principal, stored)
         return TraceView(
             record=record,
             passage_text=self.read_back_passages(record) if view == "full" else None,
-            reviews=self.store.list_reviews(principal.tenant_id, trace_id, 0, 10_000),
-            redactions=self.store.redactions(principal.tenant_id, trace_id),
-            links=self.store.links(principal.tenant_id, subject_trace_id=trace_id, limit=10_000))
+            reviews=reviews, redactions=redactions, links=links)
+
+    def _check_served(self, stored: StoredRecord, reviews: list[ReviewRow], redactions: list[RedactionRow],
+                      links: list[StoredLink]) -> None:
+        """A record is served only as the trace authority sealed it: its content against its hash
+        and signature, each review and redaction against its signed chain link, a redacted question
+        only with its redaction event. Otherwise DATA_LOSS with the exact reason (never shown)."""
+        tenant = stored.tenant_id
+
+        def refuse(reason: str, detail: str) -> None:
+            record_digest_failure("trace", "trace_chain")
+            raise DataLoss(reason, f"trace {stored.trace_id} (sequence {stored.sequence}): {detail}; it is not "
+                           "served (run `citetrace trace verify`)", trace_id=stored.trace_id)
+
+        problem = _record_problem(stored) or _signature_problem(
+            self.sealer, tenant, stored.sequence, stored.record_hash, stored.key_id, stored.signature)
+        if problem:
+            refuse("TRACE_RECORD_TAMPERED", problem)
+        by_id = {(link.kind, link.link_id): link for link in links}
+        expected = [((C.LINK_REVIEW, r.review_id), _review_body(r), "review " + r.review_id) for r in reviews]
+        expected += [((C.LINK_REDACTION, C.redaction_link_id(r.trace_id)), _redaction_body(r), "redaction")
+                     for r in redactions]
+        for key, body, what in expected:
+            link = by_id.get(key)
+            if link is None or link.body != body:
+                refuse("TRACE_EVENT_TAMPERED", f"the {what} differs from its chain link or has none")
+            problem = ("link_hash does not match the stored link content"
+                       if link_hash_of(link, link.sequence, link.previous_hash) != link.link_hash else
+                       _signature_problem(self.sealer, tenant, link.sequence, link.link_hash, link.key_id,
+                                          link.signature))
+            if problem:
+                refuse("TRACE_EVENT_TAMPERED", f"the chain link of the {what}: {problem}")
+        if stored.redacted and (C.LINK_REDACTION, C.redaction_link_id(stored.trace_id)) not in by_id:
+            refuse("TRACE_REDACTION_WITHOUT_EVENT", "its question is marked redacted without a redaction event")
 
     def _page_size(self, requested: int) -> int:
         if requested < 0:

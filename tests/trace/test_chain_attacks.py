@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import grpc
 import pytest
 import sqlalchemy as sa
 from citetrace.kit.auth import Principal
@@ -318,3 +319,57 @@ def test_the_review_backlog_counts_answers_waiting_for_re_review(core):
     assert REVIEW_BACKLOG.labels(service="trace")._value.get() == 2
     core.record_review(REVIEWER, "t-1", pb.REVIEW_DECISION_ACCEPTED)
     assert core.review_backlog(dt.timedelta(0)) == 1
+
+
+# --- never served: GetTrace over real gRPC refuses what does not verify (DATA_LOSS, exact reason) ---
+
+def _get(stub, metadata_for, trace_id):
+    from citetrace.kit.clients import error_info
+
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.GetTrace(pb.GetTraceRequest(trace_id=trace_id), timeout=10,
+                      metadata=metadata_for(TENANT, ("auditor",)))
+    info = error_info(caught.value)
+    return caught.value.code(), info.reason, caught.value.details()
+
+
+@pytest.mark.parametrize("attack", ["rehashed record", "edited review", "redaction without event"])
+def test_get_trace_never_serves_a_forged_record(trace, metadata_for, attack):
+    _, stub, servicer = trace
+    core = servicer.core
+    store = core.store
+    fill(core, 3)
+    review = core.record_review(REVIEWER, "t-2", pb.REVIEW_DECISION_REJECTED, "wrong time")
+    assert stub.GetTrace(pb.GetTraceRequest(trace_id="t-2"), timeout=10,
+                         metadata=metadata_for(TENANT, ("auditor",))).record.trace_id == "t-2"
+    target = store.get(TENANT, "t-2")
+    with store.engine.begin() as conn:
+        bypass_all(conn, store.dialect)
+        if attack == "rehashed record":
+            forged = make_record("t-2", created_at=target.created_at)
+            forged.parts[0].answer_text = "No need to arrive early [S1]."
+            body = C.body_bytes(forged)
+            new_hash = C.record_hash(tenant_id=TENANT, trace_id="t-2", sequence=2, previous_hash=target.previous_hash,
+                                     query_digest=target.query_digest, body=body)
+            conn.execute(sa.text("UPDATE trace_records SET body = :b, record_hash = :h WHERE trace_id = 't-2'"),
+                         {"b": body, "h": new_hash})
+        elif attack == "edited review":
+            conn.execute(sa.text("UPDATE trace_reviews SET decision = :d WHERE review_id = :r"),
+                         {"d": pb.REVIEW_DECISION_ACCEPTED, "r": review.review_id})
+        else:
+            conn.execute(sa.text(REDACTED), {"yes": True})
+    code, reason, details = _get(stub, metadata_for, "t-2")
+    assert code == grpc.StatusCode.DATA_LOSS
+    assert (reason, details.split(": ", 1)[1]) == {
+        "rehashed record": ("TRACE_RECORD_TAMPERED", f"signature INVALID: the signature by key {core.sealer.signer.key_id} "
+                            "does not match the signed content (rewritten behind the service: the hash was recomputed "
+                            "without the trace signing key); it is not served (run `citetrace trace verify`)"),
+        "edited review": ("TRACE_EVENT_TAMPERED", f"the review {review.review_id} differs from its chain link or has "
+                          "none; it is not served (run `citetrace trace verify`)"),
+        "redaction without event": ("TRACE_REDACTION_WITHOUT_EVENT", "its question is marked redacted without a "
+                                    "redaction event; it is not served (run `citetrace trace verify`)"),
+    }[attack]
+    assert details.startswith("trace t-2 (sequence 2): ")
+    # The untouched records are still served.
+    assert stub.GetTrace(pb.GetTraceRequest(trace_id="t-1"), timeout=10,
+                         metadata=metadata_for(TENANT, ("auditor",))).record.trace_id == "t-1"
