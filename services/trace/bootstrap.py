@@ -14,6 +14,7 @@ from citetrace.kit.auth import AuthSettings
 from citetrace.kit.metrics import CHECKPOINT_AGE
 from citetrace.kit.relay import Periodic
 from citetrace.kit.server import ServiceSpec
+from citetrace.signing import KeyFileError
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 
@@ -73,8 +74,17 @@ def _retention_pass(core: TraceCore) -> Callable[[], None]:
     return run
 
 
-def sealer_of(settings: Settings, *, sign: bool = True) -> ChainSealer:
-    """The trace signing key and verify keys the settings name (KeyFileError says what is wrong)."""
+def sealer_of(settings: Settings, *, sign: bool = True, store: TraceStore | None = None) -> ChainSealer:
+    """The trace signing key and verify keys the settings name (KeyFileError says what is wrong).
+    A missing key file is created (development) only while `store` holds nothing signed: a new key
+    would make every stored item fail verification, so the old key file must be restored."""
+    key_file = settings.resolved_signing_key()
+    if sign and settings.signing_provider == "file" and not key_file.exists() and store is not None:
+        signed = store.signed_key_ids()
+        if signed:
+            raise KeyFileError(f"trace signing key {key_file} is missing but the store holds items signed by "
+                               f"{', '.join(sorted(signed))}: restore that key file (a new key would make every "
+                               "stored record fail verification)")
     return build_sealer(provider=settings.signing_provider, key_file=settings.resolved_signing_key(),
                         verify_key_files=settings.verify_key_files, create=settings.signing_key_create, sign=sign)
 
@@ -95,7 +105,8 @@ def build(settings: Settings, *, store: TraceStore | None = None, passages: Pass
     settings name (tests)."""
     if passages is None and settings.retrieval_target:
         passages = RetrievalPassageReader(settings.retrieval_target, settings.passage_read_timeout_seconds)
-    core = TraceCore(store or SqlTraceStore(settings.store_url()), sealer=sealer or sealer_of(settings),
+    store = store or SqlTraceStore(settings.store_url())
+    core = TraceCore(store, sealer=sealer or sealer_of(settings, store=store),
                      checkpoints=checkpoints or DirectoryCheckpointSink(settings.resolved_checkpoint_dir()),
                      retention_days=settings.retention_days, max_page_size=settings.max_page_size,
                      passages=passages, clock=clock)

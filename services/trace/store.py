@@ -296,6 +296,7 @@ class TraceStore(Protocol):
     def redactions(self, tenant_id: str, trace_id: str) -> list[RedactionRow]: ...
     def tenant_events(self, tenant_id: str) -> TenantEvents: ...
     def review_backlog(self, cutoff: dt.datetime) -> int: ...
+    def signed_key_ids(self) -> set[str]: ...
     def tenants(self) -> list[str]: ...
     def append_link(self, new: NewLink, sealer: Sealer) -> tuple[bool, StoredLink]: ...
     def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
@@ -632,6 +633,16 @@ class SqlTraceStore:
             return len(targets)
 
         return self._serialized(work)
+
+    def signed_key_ids(self) -> set[str]:
+        """The key IDs that signed stored items (empty before the schema exists)."""
+        try:
+            with self.engine.connect() as conn:
+                found = {r[0] for r in conn.execute(sa.select(records.c.key_id).distinct())}
+                found |= {r[0] for r in conn.execute(sa.select(chain_links.c.key_id).distinct())}
+        except sa.exc.DBAPIError:  # tables or columns not migrated yet: nothing is signed
+            return set()
+        return found - {""}
 
     def review_backlog(self, cutoff: dt.datetime) -> int:
         """Records of every tenant needing re-review because of a version event older than `cutoff`

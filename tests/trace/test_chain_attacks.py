@@ -171,8 +171,7 @@ def test_a_record_signed_with_another_key_is_reported(core, store, tmp_path):
     generate_key_files(tmp_path / "attacker.pem")
     attacker = build_sealer(provider="file", key_file=tmp_path / "attacker.pem", verify_key_files=(),
                             create=False)
-    rogue = core_on(store, data_dir=tmp_path / "elsewhere")
-    rogue.sealer = attacker
+    rogue = core_on(store, sealer=attacker, data_dir=tmp_path / "elsewhere")
     rogue.record_trace(WRITER, make_record("t-3"))
     report = core.verify_tenant(TENANT)
     assert not report.ok and report.first_broken_sequence == 3
@@ -249,7 +248,8 @@ def test_rotation_old_links_keep_verifying_with_the_old_public_key(store, tmp_pa
     old_dir = tmp_path / "old"
     first = core_on(store, data_dir=old_dir)
     fill(first, 2)
-    # Rotation: a new signing key, the old public key among the verify keys.
+    # Rotation: a new signing key (generated first), the old public key among the verify keys.
+    generate_key_files(tmp_path / "new" / "keys" / "trace-signing.pem")
     rotated = core_on(store, data_dir=tmp_path / "new",
                       verify_key_files=(str(old_dir / "keys" / "trace-signing.pem.pub"),))
     rotated.checkpoints = first.checkpoints
@@ -373,3 +373,15 @@ def test_get_trace_never_serves_a_forged_record(trace, metadata_for, attack):
     # The untouched records are still served.
     assert stub.GetTrace(pb.GetTraceRequest(trace_id="t-1"), timeout=10,
                          metadata=metadata_for(TENANT, ("auditor",))).record.trace_id == "t-1"
+
+
+def test_a_missing_key_is_not_replaced_while_the_store_holds_signed_items(store, tmp_path):
+    from citetrace.signing import KeyFileError
+
+    first = core_on(store, data_dir=tmp_path / "authority")
+    fill(first, 1)
+    (tmp_path / "authority" / "keys" / "trace-signing.pem").unlink()
+    with pytest.raises(KeyFileError) as refused:
+        core_on(store, data_dir=tmp_path / "authority")
+    assert "is missing but the store holds items signed by " + first.sealer.signer.key_id in str(refused.value)
+    assert not (tmp_path / "authority" / "keys" / "trace-signing.pem").exists()

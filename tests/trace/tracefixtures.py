@@ -117,11 +117,12 @@ def trace_service(auth, data_dir, database_url=None, **settings):
         yield runner, pb_grpc.TraceServiceStub(channel), spec.servicer
 
 
-def core_on(store, **settings):
-    """The trace core the bootstrap builds, on an open `store` (no passage read-back)."""
+def core_on(store, sealer=None, **settings):
+    """The trace core the bootstrap builds, on an open `store` (no passage read-back); `sealer`
+    replaces the signing key the settings name."""
     from services.trace import bootstrap
 
     settings.setdefault("retrieval_target", "")
     # The signing key and the checkpoint directory live outside the database: a fresh directory.
     settings.setdefault("data_dir", Path(tempfile.mkdtemp(prefix="citetrace-trace-")))
-    return bootstrap.build(Settings(port=0, metrics_port=-1, **settings), store=store).core
+    return bootstrap.build(Settings(port=0, metrics_port=-1, **settings), store=store, sealer=sealer).core
