@@ -4,6 +4,7 @@ interface and the claim-type inference shared by the backends."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Protocol
 
 from citetrace.vocab import CLAIM_TYPES  # noqa: F401 - the backends read it from here
@@ -110,6 +111,7 @@ _TYPE_CUES: dict[str, frozenset[str]] = {
                                    "medicin", "jewelri", "water", "id", "insur", "referr", "form"}),
     "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "wait", "open", "hour", "weekday"}),
 }
+_REASON = re.compile(r",?\s+\b(?:because|since)\b", re.IGNORECASE)
 _SOURCE_CLASS_TYPE = {
     "provider_profile": "PROVIDER_DESCRIPTION",
     "cancellation_policy": "CANCELLATION_TERM",
@@ -129,14 +131,20 @@ _INTENT_TYPE = {
 def infer_claim_type(text: str, source_class: str, intent: str) -> str:
     """What a sentence establishes: its own wording first (a provider profile sentence about a
     cancellation fee states a CANCELLATION_TERM), then the source class, then the intent."""
+    # A reason given for a rule ("..., because contrast and preparation are planned for the booked
+    # slot") is not the rule: the kind is read from the sentence before it.
+    # The whole sentence's cues break a tie of the ruled part's.
     stems = claimtext.content_set(text)
+    ruled = claimtext.content_set(_REASON.split(text, maxsplit=1)[0]) or stems
     hits = {kind: len(stems & cues) for kind, cues in _TYPE_CUES.items()}
     best = max(hits.values())
     if source_class == "provider_profile" and best <= 1 and not hits["CANCELLATION_TERM"] \
             and not hits["RESCHEDULING_TERM"]:
         return "PROVIDER_DESCRIPTION"
     if best > 0:
-        winners = [kind for kind, n in hits.items() if n == best]
+        ranked = {kind: (len(ruled & cues), hits[kind]) for kind, cues in _TYPE_CUES.items()}
+        top = max(ranked.values())
+        winners = [kind for kind, n in ranked.items() if n == top]
         if len(winners) == 1:
             return winners[0]
         preferred = _INTENT_TYPE.get(intent)

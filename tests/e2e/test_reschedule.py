@@ -4,10 +4,9 @@ the scheduler-gateway; the appointment has moved, its old slot is free, the prop
 consequence is cited, and the proposal's actions are links of the tenant's hash chain that name
 the Ask and verify. A new phone number is never stored.
 
-(A review-rule reschedule over the six processes - Harbor's MRI rule - is not here: with the
-extractive generator the policy part shows the tenant-wide rescheduling term instead of Harbor's
-review rule; see /work/notes/appointments.md. The review task is proven on the use case,
-tests/orchestrator/test_change_workflow.py, and on the gateway, tests/scheduler_gateway/test_proposals.py.)"""
+A change at a location with its own rule (Harbor Imaging Center's review rule for a rescheduled
+MRI) cites that rule, not only the tenant-wide terms, and becomes a staff review task the patient
+cannot confirm."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from citetrace.common.v1 import appointments_pb2 as ap
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
 from citetrace.kit.auth import bearer_metadata, mint_token
+from citetrace.kit.clients import error_info
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as sched_pb
@@ -114,6 +114,43 @@ def test_reschedule_question_proposal_confirm_and_evidence(stack):
     record = stack.get_trace(response.trace_id).record
     assert record.parts[3].proposal.proposal_id == proposal.proposal_id
     assert record.parts[0].appointments[0].version == before.version
+
+
+def test_a_rescheduled_mri_at_harbor_cites_harbors_review_rule_and_is_a_staff_review_task(stack):
+    me = patient(stack, "acme-patient-0002")
+    response = ask_as(stack, me, "Can I move my MRI at Harbor Imaging Center to another day next week?")
+    assert kinds(response) == ["PART_KIND_APPOINTMENT", "PART_KIND_LIVE_SLOT", "PART_KIND_CANCELLATION_RESCHEDULING",
+                               "PART_KIND_CHANGE_PROPOSAL"], [(p.answer_text, p.next_action) for p in response.parts]
+    appointment_part, _, policy_part, proposal_part = response.parts
+    (before,) = appointment_part.appointments
+    assert before.appointment_id == "acme-appt-0002" and before.location_id == "acme-harbor"
+    # Harbor's own rule leads the policy part, cited and validated.
+    shown = [(cl.text, {cit.document_id for cit in cl.citations}, cl.support) for cl in policy_part.claims]
+    assert shown and "acme-imaging-changes" in shown[0][1], shown
+    assert shown[0][2] == c.SUPPORT_VERDICT_SUPPORTED and "coordinator review" in shown[0][0]
+    proposal = proposal_part.proposal
+    assert proposal_part.next_action == c.NEXT_ACTION_PREPARE_REVIEW_TASK, (proposal_part.answer_text, shown)
+    assert response.next_action == c.NEXT_ACTION_PREPARE_REVIEW_TASK
+    assert proposal.review_required and list(response.proposal_ids) == [proposal.proposal_id]
+    review = [q for q in proposal.consequences if q.kind == ap.CONSEQUENCE_KIND_REVIEW_REQUIRED]
+    assert review and all(q.citations and q.support == c.SUPPORT_VERDICT_SUPPORTED for q in review)
+    assert {cit.document_id for q in review for cit in q.citations} == {"acme-imaging-changes"}
+    assert set(proposal.policy_version_ids) <= {cit.version_id for cl in policy_part.claims for cit in cl.citations}
+    # The validator's verdict on that claim is in the record (the part's claims, shown).
+    record = stack.get_trace(response.trace_id).record
+    assert any(cr.shown and cr.validation.support == c.SUPPORT_VERDICT_SUPPORTED
+               and "acme-imaging-changes" in {cit.document_id for cit in cr.validation.citations}
+               for cr in record.parts[2].claims)
+    # Not patient-confirmable: staff review it.
+    with pytest.raises(grpc.RpcError) as refused:
+        gateway(stack, "ConfirmProposal", sched_pb.ConfirmProposalRequest(
+            proposal_id=proposal.proposal_id, slot_id=proposal.options[0].slot_id,
+            idempotency_key="e2e-confirm-review-1"), me)
+    assert (refused.value.code(), error_info(refused.value).reason) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                                         "REVIEW_BY_STAFF_REQUIRED")
+    still = gateway(stack, "GetAppointment", sched_pb.GetAppointmentRequest(appointment_id="acme-appt-0002"),
+                    me).appointment
+    assert still.slot_id == before.slot_id and still.version == before.version
 
 
 def test_a_new_phone_number_is_a_verification_next_action(stack):

@@ -253,3 +253,17 @@ def test_a_named_provider_or_place_absent_from_the_passages_gets_no_claims(gener
     reply = generate(pb.GenerateRequest(question="Which languages does Dr. Lindqvist speak?", intent=PROVIDER,
                                         passages=labelled("profile")))
     assert any("Norwegian" in c.text for c in reply.claims)
+
+
+def test_the_reason_given_for_a_rule_does_not_decide_its_claim_type():
+    from services.generation.core import infer_claim_type
+
+    rule = ("Rescheduling an MRI or CT scan needs a coordinator review before the new time is confirmed, "
+            "because contrast and preparation are planned for the booked slot.")
+    # The reason names the booked slot (scheduling cues); the rule is a rescheduling term.
+    assert infer_claim_type(rule, "cancellation_policy", "CANCELLATION_RESCHEDULING") == "RESCHEDULING_TERM"
+    assert infer_claim_type(rule.split(", because")[0] + ".", "cancellation_policy", "AVAILABILITY") == \
+        "RESCHEDULING_TERM"
+    # Without a reason clause the whole sentence counts, as before.
+    assert infer_claim_type("Walk-in slots open at 8:00 on weekdays.", "scheduling_policy",
+                            "AVAILABILITY") == "SCHEDULING_RULE"

@@ -14,6 +14,7 @@ from citetrace.kit.errors import DomainError
 
 from services.orchestrator.core.calls import Calls
 from services.orchestrator.core.model import (
+    Claim,
     ClaimAttempt,
     ClaimFeedback,
     ClaimValidation,
@@ -144,3 +145,49 @@ class GroundedAnswerer:
             for record in out.claim_attempts:
                 record.shown = record.attempt == out.best.number and record.claim.claim_id in out.best.shown
         return out
+
+
+LOCAL_PREFIX = "loc-"
+
+
+def prefer_local(local: Grounded, general: Grounded) -> Grounded:
+    """One part's answer from two grounded passes: the claims of the pass over a location's own
+    passages (their IDs prefixed LOCAL_PREFIX, its attempts numbered after the general pass's) lead,
+    then the general pass's. Every claim of both stays in claim_attempts with its validator verdict;
+    a local pass that shows nothing factual adds only that evidence."""
+    shift = max((a.attempt for a in general.claim_attempts), default=0)
+
+    def local_claim(claim: Claim) -> Claim:
+        return dataclasses.replace(claim, claim_id=LOCAL_PREFIX + claim.claim_id)
+
+    def local_validation(v: ClaimValidation | None) -> ClaimValidation | None:
+        return None if v is None else dataclasses.replace(v, claim_id=LOCAL_PREFIX + v.claim_id)
+
+    attempts = [ClaimAttempt(local_claim(a.claim), local_validation(a.validation), a.attempt + shift, a.shown)
+                for a in local.claim_attempts]
+    merged = Grounded(general.best, [*general.claim_attempts, *attempts], general.generation,
+                      general.source_policy_version or local.source_policy_version, general.unavailable)
+    if general.generation is not None and local.generation is not None:
+        merged.generation = dataclasses.replace(general.generation,
+                                                attempts=general.generation.attempts + local.generation.attempts)
+    lb = local.best
+    if lb is None or not lb.factual_shown:
+        return merged
+    claims = tuple(local_claim(c) for c in lb.generated.claims)
+    validations = tuple(local_validation(v) for v in lb.validated.claims)
+    by_claim = {LOCAL_PREFIX + k: local_validation(v) for k, v in lb.by_claim.items()}
+    shown = frozenset(LOCAL_PREFIX + k for k in lb.shown)
+    gb = general.best
+    if gb is None:
+        merged.best = dataclasses.replace(lb, generated=dataclasses.replace(lb.generated, claims=claims),
+                                          validated=dataclasses.replace(lb.validated, claims=validations),
+                                          by_claim=by_claim, shown=shown, number=lb.number + shift)
+        return merged
+    given = (*gb.given, *(lp for lp in lb.given if lp not in gb.given))
+    merged.best = Attempt(
+        gb.number, dataclasses.replace(gb.generated, claims=(*claims, *gb.generated.claims)),
+        dataclasses.replace(gb.validated, claims=(*validations, *gb.validated.claims),
+                            findings=(*lb.validated.findings, *gb.validated.findings),
+                            passed=gb.validated.passed and lb.validated.passed),
+        given, {**by_claim, **gb.by_claim}, shown | gb.shown)
+    return merged

@@ -13,7 +13,13 @@ from citetrace.kit.errors import DomainError
 from citetrace.kit.metrics import PASSAGES_OFFERED
 
 from services.orchestrator.core import conflicts
-from services.orchestrator.core.grounding import Attempt, Grounded, GroundedAnswerer, failure_reasons
+from services.orchestrator.core.grounding import (
+    Attempt,
+    Grounded,
+    GroundedAnswerer,
+    failure_reasons,
+    prefer_local,
+)
 from services.orchestrator.core.model import (
     AnsweredClaim,
     Citation,
@@ -135,6 +141,8 @@ class PolicyPart:
         # Every hit is offered in rank order; generation keeps the prefix within its context budget.
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
         grounded = self.answerer.answer(" ".join(plan.clauses), plan.intent, offered, request.as_of, ctx.calls)
+        if route.change is not None and route.location is not None and grounded.unavailable is None:
+            grounded = self._location_terms(plan, ctx, offered, grounded)
         out.generation = grounded.generation
         out.claim_attempts = grounded.claim_attempts
         out.source_policy_version = grounded.source_policy_version
@@ -145,6 +153,34 @@ class PolicyPart:
         if grounded.best is None:
             return self._abstain(out, plan, ctx, hits)
         return self._settle(out, plan, ctx, hits, grounded)
+
+    def _location_terms(self, plan: PartPlan, ctx: PartContext, offered: tuple[LabelledPassage, ...],
+                        grounded: Grounded) -> Grounded:
+        """A change at a location: that location's own rules come first (a location-scoped rule
+        overrides a tenant-wide one there, conflicts.py). Offered passages scoped to the location
+        (scopes from the store of record) that no shown claim cites are answered from on their own,
+        through the same generate-and-validate loop, and their claims lead the part; the
+        generator's few claims of the whole offering may have left the location's rule out."""
+        best = grounded.best
+        given = best.given if best is not None else offered
+        cited = {c.passage_id for cid in (best.shown if best else ()) for c in best.by_claim[cid].citations}
+        candidates = [lp for lp in given if lp.passage.identity.passage_id not in cited]
+        if not candidates:
+            return grounded
+        try:
+            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
+                                 [lp.passage.identity.passage_id for lp in candidates])
+        except DomainError as err:
+            log.warning("location terms: scopes could not be loaded (%s); the part stands as answered", err.reason)
+            return grounded
+        location_id = ctx.route.location.location_id
+        scoped = {v.version_id for v in versions
+                  if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
+        local = tuple(lp for lp in candidates if lp.passage.identity.version_id in scoped)
+        if not local:
+            return grounded
+        own = self.answerer.answer(" ".join(plan.clauses), plan.intent, local, ctx.request.as_of, ctx.calls)
+        return prefer_local(own, grounded)
 
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
                      out: PartResult) -> tuple[Hit, ...] | PartResult:
