@@ -290,3 +290,148 @@ def test_a_retried_ask_with_its_key_replays_the_answer_and_proposes_once(tmp_pat
     # Two answers and the three refusals, each with its own record (issue 16 point 4).
     assert len(ports.scheduler.proposed) == 2 and len(sink.records) == 5
     assert len({r.trace_id for r in sink.records}) == 5
+
+
+GENERAL_TEXT = "You can reschedule an appointment once without a fee if you do so at least 24 hours in advance."
+
+
+class ScopedRetrieval(Retrieval):
+    """The tenant-wide rescheduling term (ranked first) and Harbor's own review rule (scoped to
+    acme-harbor in the store of record)."""
+
+    def __init__(self):
+        super().__init__(GENERAL_TEXT)
+        self.version_lookups = []
+
+    def search(self, query, timeout):
+        self.queries.append(query)
+        hits = []
+        for n, (doc, text) in enumerate((("acme-cancellation-policy", GENERAL_TEXT),
+                                         ("acme-imaging-changes", REVIEW_TEXT)), start=1):
+            ident = m.PassageIdentity(f"pass-{n}", "acme-health", doc, f"ver-{n}", 0, len(text), "d" * 64,
+                                      "Rescheduling", "cancellation_policy")
+            hits.append(m.Hit(m.Passage(ident, text, "Rescheduling", doc), f"S{n}", fused_rank=n))
+        return m.SearchResult(tuple(hits), m.RetrievalSettings(backend="embedded"))
+
+    def versions_of(self, passage_ids, timeout):
+        self.version_lookups.append(tuple(passage_ids))
+        scopes = {"pass-1": ("ver-1", ()), "pass-2": ("ver-2", ("acme-harbor",))}
+        return [m.VersionInfo(scopes[p][0], m.VersionStatus.APPROVED, scopes[p][1]) for p in passage_ids]
+
+
+class FirstPassageGeneration:
+    """Like a generator with a small claim budget: one claim, from the best-ranked passage offered."""
+
+    def __init__(self):
+        self.offered = []
+
+    def generate(self, request, timeout):
+        first = request.passages[0]
+        self.offered.append(tuple(lp.label for lp in request.passages))
+        return m.GenerationResult((m.Claim("c1", first.passage.text, (first.label,), m.ClaimType.CANCELLATION_TERM),),
+                                  m.GeneratorInfo("extractive"), len(request.passages), 0,
+                                  labels_offered=tuple(lp.label for lp in request.passages))
+
+
+class CitingValidator:
+    """Supports a claim whose text is its cited passage's (the validator's citations, by label)."""
+
+    def validate(self, request, timeout):
+        by_label = {lp.label: lp.passage for lp in request.offered}
+        out = []
+        for claim in request.claims:
+            passage = by_label[claim.evidence_labels[0]]
+            ident = passage.identity
+            citation = m.Citation(claim.evidence_labels[0], ident.passage_id, ident.document_id, ident.version_id,
+                                  ident.start, ident.end, ident.content_sha256)
+            ok = claim.text == passage.text
+            out.append(m.ClaimValidation(claim.claim_id, support=m.Support.SUPPORTED if ok else m.Support.UNSUPPORTED,
+                                         citations=(citation,) if ok else ()))
+        return m.ValidationResult(tuple(out), passed=all(v.support == m.Support.SUPPORTED for v in out),
+                                  source_policy_version="sp-1")
+
+
+def _scoped_core(appointments, tmp_path=None):
+    ports = Downstream(Scheduler(appointments), ScopedRetrieval(), FirstPassageGeneration(), CitingValidator())
+    sink = Sink()
+    settings = Settings(port=0, metrics_port=-1, **({"data_dir": tmp_path} if tmp_path else {}))
+    return build_core(settings, ports, sink), ports, sink
+
+
+def test_a_change_at_a_location_with_its_own_rule_cites_that_rule_before_the_tenant_wide_one():
+    """The generator shows only the tenant-wide term of the whole offering; the change's location
+    (Harbor) has its own validated rule among the offered passages: it leads the policy part and
+    makes the proposal a staff review task."""
+    mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
+                       "mri")
+    core, ports, sink = _scoped_core([mri])
+    response = core.ask(AskRequest(PATIENT, "Can I move my MRI to tomorrow?", AS_OF)).response
+    policy_part, proposal_part = response.parts[2], response.parts[3]
+    assert ports.generation.offered == [("S1", "S2"), ("S2",)]  # the whole offering, then Harbor's own passage
+    assert [(cl.text, cl.citations[0].document_id) for cl in policy_part.claims] == [
+        (REVIEW_TEXT, "acme-imaging-changes"), (GENERAL_TEXT, "acme-cancellation-policy")]
+    assert len({cl.claim_id for cl in policy_part.claims}) == 2
+    ((request, _),) = ports.scheduler.proposed
+    assert [c.kind for c in request.consequences][0] == m.ConsequenceKind.REVIEW_REQUIRED
+    assert request.consequences[0].citations[0].document_id == "acme-imaging-changes"
+    assert proposal_part.next_action == c_pb.NEXT_ACTION_PREPARE_REVIEW_TASK
+    # Both passes' claims are in the record with the validator's verdicts, attempts numbered apart.
+    (record,) = sink.records
+    attempts = [(cr.claim.claim_id, cr.attempt, cr.shown) for cr in record.parts[2].claims]
+    assert attempts == [("c1", 1, True), ("loc-c1", 2, True)]
+
+
+def test_a_change_where_no_offered_passage_is_the_locations_own_asks_nothing_more():
+    cardio = _appointment("appt-1", "cardiology", "acme-northside", "Northside Family Clinic", SOON)
+    core, ports, _ = _scoped_core([cardio])
+    response = core.ask(AskRequest(PATIENT, "Can I move my cardiology appointment to tomorrow?", AS_OF)).response
+    assert ports.generation.offered == [("S1", "S2")]
+    assert [cl.text for cl in response.parts[2].claims] == [GENERAL_TEXT]
+    assert response.parts[3].next_action == c_pb.NEXT_ACTION_CONFIRM_CHANGE
+
+
+def test_a_which_appointment_reply_in_the_conversation_continues_the_change(tmp_path):
+    cardio = _appointment("appt-1", "cardiology", "acme-northside", "Northside Family Clinic", SOON)
+    mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
+                       "mri")
+    core, ports, _ = _scoped_core([cardio, mri], tmp_path)
+    first = core.ask(AskRequest(PATIENT, "Can I move my appointment to tomorrow?", AS_OF))
+    assert first.response.parts[0].outcome == c_pb.PART_OUTCOME_NEEDS_CLARIFICATION
+    assert ports.scheduler.proposed == []
+    conversation = first.response.conversation_id
+    second = core.ask(AskRequest(PATIENT, "the MRI one", AS_OF, conversation_id=conversation)).response
+    assert [r_pb.PartKind.Name(p.kind) for p in second.parts] == [
+        "PART_KIND_APPOINTMENT", "PART_KIND_LIVE_SLOT", "PART_KIND_CANCELLATION_RESCHEDULING",
+        "PART_KIND_CHANGE_PROPOSAL"]
+    assert [a.appointment_id for a in second.parts[0].appointments] == ["appt-9"]
+    ((request, _),) = ports.scheduler.proposed
+    assert request.appointment_id == "appt-9" and request.kind == m.ChangeKind.RESCHEDULE
+    assert ports.scheduler.slot_queries[-1].location_id == "acme-harbor"
+    assert any("among the appointments appt-1, appt-9" in e for e in second.route.explanations)
+    # A reply that names none of the appointments is a new question, not a choice.
+    third = core.ask(AskRequest(PATIENT, "Can I move my appointment to tomorrow?", AS_OF)).response
+    unrelated = core.ask(AskRequest(PATIENT, "thanks", AS_OF, conversation_id=third.conversation_id)).response
+    assert not any(p.kind == r_pb.PART_KIND_CHANGE_PROPOSAL and p.proposal.proposal_id for p in unrelated.parts)
+    assert len(ports.scheduler.proposed) == 1
+
+
+def test_book_the_ten_oclock_in_reply_to_a_slot_answer_books_among_that_answers_slots(tmp_path):
+    core, ports, _ = _scoped_core([], tmp_path)
+    first = core.ask(AskRequest(PATIENT, "Are there any cardiology appointments at Northside tomorrow?", AS_OF))
+    slot_part = next(p for p in first.response.parts if p.kind == r_pb.PART_KIND_LIVE_SLOT)
+    assert {s.slot_id for s in slot_part.slots} == {"free-10", "free-11"}
+    searched = ports.scheduler.slot_queries[-1]
+    # Alone, the booking says neither where nor what: it asks, and proposes nothing.
+    alone = core.ask(AskRequest(PATIENT, "Book the 10:00", AS_OF)).response
+    assert alone.next_action == c_pb.NEXT_ACTION_ANSWER_CLARIFICATION and ports.scheduler.proposed == []
+    # As a reply to the slot answer: that answer's clinic, specialty and day, the 10:00 among its slots.
+    reply = core.ask(AskRequest(PATIENT, "Book the 10:00", AS_OF,
+                                conversation_id=first.response.conversation_id)).response
+    assert [r_pb.PartKind.Name(p.kind) for p in reply.parts] == ["PART_KIND_LIVE_SLOT", "PART_KIND_CHANGE_PROPOSAL"]
+    again = ports.scheduler.slot_queries[-1]
+    assert (again.location_id, again.specialty, again.start_time, again.end_time) == (
+        "acme-northside", "cardiology", searched.start_time, searched.end_time)
+    ((request, _),) = ports.scheduler.proposed
+    assert request.kind == m.ChangeKind.BOOK and request.slots == (("free-10", 4),)
+    assert reply.parts[-1].next_action == c_pb.NEXT_ACTION_CONFIRM_CHANGE
+    assert any("the slots offered by trace" in e for e in reply.route.explanations)

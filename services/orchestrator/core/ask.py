@@ -35,6 +35,7 @@ from services.orchestrator.core.model import (
     CorpusSnapshot,
     NextAction,
     Outcome,
+    PartKind,
     PartResult,
     StageTiming,
     overall_action,
@@ -217,9 +218,10 @@ class Orchestrator:
         result.conversation_id = new_conversation_id()
         return None
 
-    def _bind(self, request: AskRequest, turn: Any, calls: Calls) -> tuple[Question, str] | None:
-        """A reply to a pending clarification: the entity it names, bound to the pending question.
-        A reply that is itself out of scope (it reports a symptom) or names nothing is a new question."""
+    def _bind(self, request: AskRequest, turn: Any, calls: Calls) -> tuple[Question, str, tuple[str, ...]] | None:
+        """A reply to a pending clarification: the entity it names, bound to the pending question
+        (with the appointments offered when it asked which appointment). A reply that is itself
+        out of scope (it reports a symptom) or names nothing is a new question."""
         pending = turn.pending if turn is not None else None
         if pending is None or not pending.missing or not pending.clauses:
             return None
@@ -227,18 +229,28 @@ class Orchestrator:
         if not self.routing.gate.decide(reply.clauses).in_scope:
             return None
         permitted, _ = self.locations.permitted(request.principal, calls)
-        candidates = [loc for loc in permitted or [] if loc.location_id in pending.candidates]
+        if pending.missing == "appointment":  # the appointments offered are at any permitted location
+            candidates = list(permitted or [])
+        else:
+            candidates = [loc for loc in permitted or [] if loc.location_id in pending.candidates]
         value = self.routing.router.bind_reply(pending.missing, request.question, candidates)
         if not value:
             return None
         text = " ".join(pending.clauses)
+        since = f"the question pending since trace {turn.last_trace_id}"
         if pending.missing == "location":
             return (Question.of(text, request.as_of, value),
-                    f"conversation turn {turn.turns + 1}: the reply names location {value} for the question "
-                    f"pending since trace {turn.last_trace_id}")
+                    f"conversation turn {turn.turns + 1}: the reply names location {value} for {since}", ())
+        if pending.missing == "appointment":
+            # Inside the change's own clause (a clause of its own would be a question of its own).
+            *before, last = pending.clauses
+            stripped = last.rstrip("?.! ")
+            named = " ".join([*before, f"{stripped} ({value}){last[len(stripped):]}"])
+            return (Question.of(named, request.as_of, pending.location_id or request.location_id),
+                    f"conversation turn {turn.turns + 1}: the reply names '{value}' among the appointments "
+                    f"{', '.join(pending.candidates)} offered by {since}", pending.candidates)
         return (Question.of(f"{text} ({value})", request.as_of, pending.location_id or request.location_id),
-                f"conversation turn {turn.turns + 1}: the reply names specialty '{value}' for the question "
-                f"pending since trace {turn.last_trace_id}")
+                f"conversation turn {turn.turns + 1}: the reply names specialty '{value}' for {since}", ())
 
     def _close_turn(self, request: AskRequest, result: AskResult) -> None:
         if self.conversations is None or not result.conversation_id:
@@ -258,8 +270,13 @@ class Orchestrator:
                                             lambda principal: self.locations.permitted(principal, calls))
             if bound:
                 route.explanations.append(bound[1])
+                route.appointment_choices = bound[2]
             if self.changes is not None:
                 self.changes.plan(route, request.as_of)
+                if turn is not None and not bound and turn.pending.offered is not None:
+                    change.follow_offer(route, turn.pending.offered,
+                                        f"conversation turn {turn.turns + 1}: the slots offered by trace "
+                                        f"{turn.last_trace_id}")
             route_span.set_attribute("citetrace.parts", len(route.parts))
             route_span.set_attribute("citetrace.in_scope", route.in_scope)
             calls.timings.append(StageTiming(SERVICE, "orchestrator.route",
@@ -311,18 +328,23 @@ def pending_of(route: Any, parts: list[PartResult], locale: str) -> Pending:
     complete answer)."""
     if route is None or route.scope.emergency:
         return Pending()
-    asking = [plan for plan, part in zip(route.parts, parts, strict=False)
+    offered = change.offered_slots(route, parts)
+    asking = [(plan, part) for plan, part in zip(route.parts, parts, strict=False)
               if part.outcome == Outcome.NEEDS_CLARIFICATION]
     if not asking:
-        return Pending()
-    plan = asking[0]
+        return Pending(offered=offered)
+    plan, part = asking[0]
+    if part.kind == PartKind.APPOINTMENT:  # which of the caller's appointments: the ones offered
+        return Pending(tuple(route.scope.in_scope_clauses), "appointment",
+                       tuple(a.appointment_id for a in part.appointments),
+                       route.location.location_id if route.location else "", locale, offered)
     missing = plan.clarification.missing if plan.clarification is not None else "location"
     candidates: tuple[str, ...] = ()
     if missing == "location":
         options = set(plan.clarification.options) if plan.clarification is not None else set()
         candidates = tuple(c.location_id for c in route.clinic_choices if not options or c.display_name in options)
     return Pending(tuple(route.scope.in_scope_clauses), missing, candidates,
-                   route.location.location_id if route.location else "", locale)
+                   route.location.location_id if route.location else "", locale, offered)
 
 
 def error_code(exc: BaseException) -> str:

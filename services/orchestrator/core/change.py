@@ -39,6 +39,7 @@ from services.orchestrator.core.change_requests import (
     load_rules,
 )
 from services.orchestrator.core.clinics import LocationInfo
+from services.orchestrator.core.conversation import OfferedSlots
 from services.orchestrator.core.model import (
     Appointment,
     AppointmentQuery,
@@ -178,6 +179,48 @@ def rebase(route: Route, earlier: tuple[PartResult, ...], as_of: dt.datetime) ->
                 part.range_start, part.range_end = found.utc_bounds(route.zone)
 
 
+def offered_slots(route: Route, parts: list[PartResult]) -> OfferedSlots | None:
+    """The slots an answered slot part of this turn showed, with where, what and when it searched
+    (what a bare "book the 10:00" in the next turn refers to); None when no slot was shown."""
+    for plan, part in zip(route.parts, parts, strict=False):
+        if part.kind != PartKind.LIVE_SLOT or part.outcome != Outcome.ANSWERED or not part.slots:
+            continue
+        first = part.slots[0]
+        location = route.location
+        return OfferedSlots(
+            tuple(s.slot_id for s in part.slots), first.location_id,
+            first.location_name or (location.display_name if location else ""), first.time_zone or "UTC",
+            route.specialty or first.specialty, route.appointment_type,
+            plan.range_start.astimezone(dt.UTC).isoformat() if plan.range_start else "",
+            plan.range_end.astimezone(dt.UTC).isoformat() if plan.range_end else "")
+    return None
+
+
+def follow_offer(route: Route, offered: OfferedSlots, explanation: str) -> None:
+    """A booking that names no clinic or specialty of its own ("book the 10:00") in reply to a slot
+    answer books among that answer's slots: its location, specialty, type and dates, and only the
+    slots it showed (checked live again by the slot part; the proposal offers only those)."""
+    change_request = route.change
+    if change_request is None or change_request.kind != BOOK:
+        return
+    slot = next((p for p in route.parts if p.kind == PartKind.LIVE_SLOT), None)
+    if slot is None or slot.clarification is None:
+        return  # the question says where and what itself: a booking of its own
+    known = {loc.location_id: loc for loc in route.clinic_choices}
+    route.location = known.get(offered.location_id) or LocationInfo(
+        offered.location_id, offered.location_name, "", offered.time_zone, (offered.specialty,))
+    route.specialty = offered.specialty
+    route.appointment_type = offered.appointment_type
+    route.zone = ZoneInfo(offered.time_zone or "UTC")
+    if offered.range_start and offered.range_end:
+        slot.range_start = dt.datetime.fromisoformat(offered.range_start)
+        slot.range_end = dt.datetime.fromisoformat(offered.range_end)
+    slot.clarification, slot.missing = None, []
+    route.slot_choices = offered.slot_ids
+    route.explanations.append(f"{explanation}: {', '.join(offered.slot_ids)} at {offered.location_id}, "
+                              f"specialty {offered.specialty}")
+
+
 class AppointmentPart:
     """The caller's own appointment the change is about: ListAppointments with the caller's token
     (the gateway takes the patient from it), narrowed by what the question names."""
@@ -210,9 +253,11 @@ class AppointmentPart:
 
 def matches(appointments: tuple[Appointment, ...], route: Route) -> tuple[Appointment, ...]:
     """The appointments the question can mean: those of the specialty, type and clinic it names
-    (each only when named)."""
+    (each only when named), among those a "which appointment" question offered when it answers one."""
     out = []
     for a in appointments:
+        if route.appointment_choices and a.appointment_id not in route.appointment_choices:
+            continue
         if route.specialty and a.specialty != route.specialty:
             continue
         if route.appointment_type and a.appointment_type != route.appointment_type:
@@ -254,7 +299,8 @@ class ProposalPart:
             if slot_part is None or slot_part.outcome != Outcome.ANSWERED:
                 return self._blocked(out, slot_part, ctx)
             options = tuple(s for s in slot_part.slots
-                            if appointment is None or s.slot_id != appointment.slot_id)
+                            if (appointment is None or s.slot_id != appointment.slot_id)
+                            and (not route.slot_choices or s.slot_id in route.slot_choices))
             if change.time is not None:
                 options = tuple(s for s in options if _local_time(s) == change.time)
             if not options:

@@ -244,6 +244,14 @@ class LexiconRouter:
         if missing == "specialty":
             match = _lexicon_match(fold(reply), self.lexicon.specialties)
             return match[1] if match else ""
+        if missing == "appointment":  # "the MRI one", "the cardiology one", "the one at Northgate"
+            for table in (self.lexicon.appointment_types, self.lexicon.specialties):
+                match = _lexicon_match(fold(reply), table)
+                if match:
+                    return match[1]
+            found = locations.resolve(reply, candidates, exclude=self.lexicon.vocabulary)
+            resolved = found.status == "resolved" and found.level != "only" and found.location is not None
+            return found.location.display_name if resolved else ""
         return ""
 
     def _clause_intents(self, decision: scope.ScopeDecision, index: int, clause: str) -> list[tuple[Intent, str]]:

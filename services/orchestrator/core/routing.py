@@ -82,6 +82,10 @@ class Route:
     # The change to the caller's own appointment or contact details the question asks for
     # (core/change_requests.py ChangeRequest; None: none).
     change: Any = None
+    # A reply to "which appointment": the appointment IDs that question offered (empty: any).
+    appointment_choices: tuple[str, ...] = ()
+    # A booking that replies to a slot answer: the slot IDs that answer offered (empty: any).
+    slot_choices: tuple[str, ...] = ()
 
     @property
     def in_scope(self) -> bool:
