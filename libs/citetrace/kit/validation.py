@@ -164,7 +164,7 @@ def _check_scalar_like(value: Any, field: FieldDescriptor, rule: FieldRule, path
                         f"{preview(value)} does not match {r.patterns[rule.pattern].pattern}")
         limit = rule.max_chars if rule.max_chars is not None else r.max_chars
         if len(value) > limit:
-            raise _fail("FIELD_TOO_LONG", path, f"{len(value)} characters; at most {limit}")
+            raise _fail(rule.reason or "FIELD_TOO_LONG", path, f"{len(value)} characters; at most {limit}")
         if value and rule.locale and not is_locale(value):
             raise _fail(rule.reason or "INVALID_LOCALE", path,
                         f"{preview(value)} is not a BCP 47 language tag like en or nb-NO")
