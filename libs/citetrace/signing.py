@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -36,6 +37,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 KEY_ID_PREFIX = "ed25519:"
+_log = logging.getLogger("citetrace.signing")
 
 
 class SignatureError(Exception):
@@ -203,3 +205,35 @@ def ensure_key(path: Path, *, create: bool) -> bool:
         return False
     generate_key_files(path)
     return True
+
+
+def open_keys(*, provider: str, key_file: Path, verify_key_files: Iterable[str], create: bool, sign: bool = True,
+              signed_key_ids: Callable[[], set[str]] | None = None, label: str,
+              env_prefix: str, items: str = "items") -> tuple[Signer | None, Keyring]:
+    """The signing key and the keyring of verify keys of one authority (retrieval, trace), as their
+    settings name them. With sign=False (verification only, e.g. on a machine holding only public
+    keys) the key's `.pub` file or the verify keys suffice. A missing key file is created for
+    development when `create` — but never while `signed_key_ids()` names stored signatures (a new
+    key would refuse every stored item). Raises KeyFileError saying what to do."""
+    key_file = Path(key_file)
+    local = provider == "file"
+    if not sign and local and not key_file.exists():
+        public = public_file_of(key_file)
+        extra = [load_public(public)] if public.exists() else []
+        keyring = Keyring.from_files(verify_key_files, extra=extra)
+        if not keyring.key_ids:
+            raise KeyFileError(f"no verify key: neither {key_file}, {public} nor {env_prefix}VERIFY_KEY_FILES")
+        return None, keyring
+    if local and not key_file.exists():
+        if not create:
+            raise KeyFileError(f"{label} signing key {key_file} does not exist; generate one with "
+                               f"`citetrace keys generate {key_file}` or set {env_prefix}SIGNING_KEY_FILE")
+        signed = signed_key_ids() if signed_key_ids is not None else set()
+        if signed:
+            raise KeyFileError(f"{label} signing key {key_file} is missing but the store holds {items} signed by "
+                               f"{', '.join(sorted(signed))}: restore that key file (creating a new key would "
+                               "refuse every stored one)")
+        key_id = generate_key_files(key_file)
+        _log.warning("%s: created a development signing key %s (%s)", label, key_file, key_id)
+    signer = load_signer(provider, str(key_file))
+    return signer, Keyring.from_files(verify_key_files, extra=[signer.public_key()])

@@ -35,14 +35,7 @@ from citetrace.kit.metrics import (
 from citetrace.kit.telemetry import set_attributes, stage
 from citetrace.kit.timestamps import utc_now
 from citetrace.kit.validation import is_locale, pattern
-from citetrace.signing import (
-    KeyFileError,
-    Keyring,
-    generate_key_files,
-    load_public,
-    load_signer,
-    public_file_of,
-)
+from citetrace.signing import open_keys
 from citetrace.vocab import (
     APPROVED,
     AUDIENCE_ROLES,
@@ -210,31 +203,13 @@ class IntegrityReport:
 
 def build_sealer(settings: Settings, store: Store, *, sign: bool = True) -> VersionSealer:
     """The signing key (created for development when missing and nothing is signed yet) and the
-    keyring of verify keys. With sign=False (verification only, e.g. `citetrace index verify` on a
-    machine that holds only public keys) the key's `.pub` file or the verify keys suffice.
-    Raises KeyFileError saying what to do when the keys cannot be used."""
-    path = settings.resolved_signing_key()
-    local = settings.signing_provider == "file"
-    if not sign and local and not path.exists():
-        public = public_file_of(path)
-        extra = [load_public(public)] if public.exists() else []
-        keyring = Keyring.from_files(settings.verify_key_files, extra=extra)
-        if not keyring.key_ids:
-            raise KeyFileError(f"no verify key: neither {path}, {public} nor CITETRACE_RETRIEVAL_VERIFY_KEY_FILES")
-        return VersionSealer(None, keyring)
-    if local and not path.exists():
-        if not settings.signing_key_create:
-            raise KeyFileError(f"retrieval signing key {path} does not exist; generate one with "
-                               f"`citetrace keys generate {path}` or set CITETRACE_RETRIEVAL_SIGNING_KEY_FILE")
-        signed = store.signed_key_ids()
-        if signed:
-            raise KeyFileError(f"retrieval signing key {path} is missing but the store holds versions signed by "
-                               f"{', '.join(sorted(signed))}: restore that key file (creating a new key would "
-                               "refuse every stored version)")
-        key_id = generate_key_files(path)
-        log.warning("retrieval: created a development signing key %s (%s)", path, key_id)
-    signer = load_signer(settings.signing_provider, str(path))
-    keyring = Keyring.from_files(settings.verify_key_files, extra=[signer.public_key()])
+    keyring of verify keys (citetrace.signing.open_keys, shared with trace). With sign=False
+    (verification only, e.g. `citetrace index verify` on a machine that holds only public keys) the
+    key's `.pub` file or the verify keys suffice. Raises KeyFileError saying what to do."""
+    signer, keyring = open_keys(provider=settings.signing_provider, key_file=settings.resolved_signing_key(),
+                                verify_key_files=settings.verify_key_files, create=settings.signing_key_create,
+                                sign=sign, signed_key_ids=store.signed_key_ids, label="retrieval",
+                                env_prefix="CITETRACE_RETRIEVAL_", items="versions")
     return VersionSealer(signer, keyring)
 
 

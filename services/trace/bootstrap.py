@@ -14,7 +14,6 @@ from citetrace.kit.auth import AuthSettings
 from citetrace.kit.metrics import CHECKPOINT_AGE
 from citetrace.kit.relay import Periodic
 from citetrace.kit.server import ServiceSpec
-from citetrace.signing import KeyFileError
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 
@@ -76,17 +75,10 @@ def _retention_pass(core: TraceCore) -> Callable[[], None]:
 
 def sealer_of(settings: Settings, *, sign: bool = True, store: TraceStore | None = None) -> ChainSealer:
     """The trace signing key and verify keys the settings name (KeyFileError says what is wrong).
-    A missing key file is created (development) only while `store` holds nothing signed: a new key
-    would make every stored item fail verification, so the old key file must be restored."""
-    key_file = settings.resolved_signing_key()
-    if sign and settings.signing_provider == "file" and not key_file.exists() and store is not None:
-        signed = store.signed_key_ids()
-        if signed:
-            raise KeyFileError(f"trace signing key {key_file} is missing but the store holds items signed by "
-                               f"{', '.join(sorted(signed))}: restore that key file (a new key would make every "
-                               "stored record fail verification)")
+    A missing key file is created (development) only while `store` holds nothing signed."""
     return build_sealer(provider=settings.signing_provider, key_file=settings.resolved_signing_key(),
-                        verify_key_files=settings.verify_key_files, create=settings.signing_key_create, sign=sign)
+                        verify_key_files=settings.verify_key_files, create=settings.signing_key_create, sign=sign,
+                        signed_key_ids=store.signed_key_ids if store is not None else None)
 
 
 def _checkpoint_pass(core: TraceCore) -> Callable[[], None]:

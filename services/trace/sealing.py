@@ -17,28 +17,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from citetrace.signing import (
-    KeyFileError,
-    Keyring,
-    SignatureError,
-    Signer,
-    b64,
-    generate_key_files,
-    load_public,
-    load_signer,
-    public_file_of,
-    unb64,
-)
+from citetrace.signing import Keyring, SignatureError, Signer, b64, open_keys, unb64
 
 from services.trace.canonical import canonical_json
-
-log = logging.getLogger("citetrace.trace")
 
 SEAL_DOMAIN = b"citetrace.trace.v1.seal\n"
 CHECKPOINT_DOMAIN = b"citetrace.trace.v1.checkpoint\n"
@@ -155,26 +142,12 @@ class ChainSealer:
 
 
 def build_sealer(*, provider: str, key_file: Path, verify_key_files: tuple[str, ...], create: bool,
-                 sign: bool = True, label: str = "trace") -> ChainSealer:
-    """The signing key (created for development when missing and `create`) and the keyring. With
-    sign=False the key's `.pub` file or the verify keys suffice (verification on a machine that
-    holds only public keys)."""
-    local = provider == "file"
-    if not sign and local and not key_file.exists():
-        public = public_file_of(key_file)
-        extra = [load_public(public)] if public.exists() else []
-        keyring = Keyring.from_files(verify_key_files, extra=extra)
-        if not keyring.key_ids:
-            raise KeyFileError(f"no {label} verify key: neither {key_file}, {public} nor verify key files")
-        return ChainSealer(None, keyring)
-    if local and not key_file.exists():
-        if not create:
-            raise KeyFileError(f"{label} signing key {key_file} does not exist; generate one with "
-                               f"`citetrace keys generate {key_file}`")
-        key_id = generate_key_files(key_file)
-        log.warning("%s: created a development signing key %s (%s)", label, key_file, key_id)
-    signer = load_signer(provider, str(key_file))
-    return ChainSealer(signer, Keyring.from_files(verify_key_files, extra=[signer.public_key()]))
+                 sign: bool = True, signed_key_ids: Callable[[], set[str]] | None = None) -> ChainSealer:
+    """The trace signing key and keyring (citetrace.signing.open_keys, shared with retrieval)."""
+    signer, keyring = open_keys(provider=provider, key_file=key_file, verify_key_files=verify_key_files,
+                                create=create, sign=sign, signed_key_ids=signed_key_ids, label="trace",
+                                env_prefix="CITETRACE_TRACE_", items="records")
+    return ChainSealer(signer, keyring)
 
 
 __all__ = ["ChainSealer", "Checkpoint", "CheckpointSink", "DirectoryCheckpointSink", "SignatureError",

@@ -383,5 +383,5 @@ def test_a_missing_key_is_not_replaced_while_the_store_holds_signed_items(store,
     (tmp_path / "authority" / "keys" / "trace-signing.pem").unlink()
     with pytest.raises(KeyFileError) as refused:
         core_on(store, data_dir=tmp_path / "authority")
-    assert "is missing but the store holds items signed by " + first.sealer.signer.key_id in str(refused.value)
+    assert "is missing but the store holds records signed by " + first.sealer.signer.key_id in str(refused.value)
     assert not (tmp_path / "authority" / "keys" / "trace-signing.pem").exists()
