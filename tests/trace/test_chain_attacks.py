@@ -385,3 +385,23 @@ def test_a_missing_key_is_not_replaced_while_the_store_holds_signed_items(store,
         core_on(store, data_dir=tmp_path / "authority")
     assert "is missing but the store holds records signed by " + first.sealer.signer.key_id in str(refused.value)
     assert not (tmp_path / "authority" / "keys" / "trace-signing.pem").exists()
+
+
+def test_a_served_trace_service_checkpoints_periodically(auth, tmp_path, metadata_for):
+    import time
+
+    with trace_service(auth, tmp_path / "svc", checkpoint_interval_seconds=0.2) as (runner, stub, servicer):
+        for i in (1, 2):
+            stub.RecordTrace(pb.RecordTraceRequest(record=make_record(f"p-{i}")), timeout=10,
+                             metadata=metadata_for(TENANT, ("service",)))
+        deadline = time.monotonic() + 15
+        latest = None
+        while time.monotonic() < deadline:
+            latest, _ = servicer.core.checkpoints.latest(TENANT)
+            if latest is not None and latest.sequence == 2:
+                break
+            time.sleep(0.1)
+        assert latest is not None and latest.sequence == 2
+        assert (tmp_path / "svc" / "checkpoints" / TENANT).is_dir()
+        report = stub.VerifyChain(pb.VerifyChainRequest(), timeout=10, metadata=metadata_for(TENANT, ("auditor",)))
+        assert report.ok and report.checkpoint_sequence == 2
