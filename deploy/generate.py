@@ -48,6 +48,18 @@ GRAFANA_IMAGE = "grafana/grafana:11.2.2"
 IMAGE_REPO = "citetrace"  # images are <IMAGE_REPO>/<dns name>:<VERSION>
 UID = 10001
 DATA_DIR = "/var/lib/citetrace"
+KEYS_DIR = "/etc/citetrace/keys"
+# The authorities that sign (issue 16): their Ed25519 key lives outside the database, in a Secret
+# (key `signing.pem`) every replica mounts; a pod never creates one (SIGNING_KEY_CREATE=false).
+SIGNERS = ("retrieval", "trace")
+# Development overlay only: throw-away signing keys (public in this repository, so they prove
+# nothing). Never use them anywhere else; production keys come from your secret manager.
+DEV_SIGNING_KEYS = {
+    "retrieval": "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIHynZknwBaRZWcByFTT6ZMoCWqbCIZPf/ObIwDKMn4L3\n"
+                 "-----END PRIVATE KEY-----\n",
+    "trace": "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIEBtwK+2Wu2F3w96S/F6fr1ICTtV0FYugU0QmWnLpnox\n"
+             "-----END PRIVATE KEY-----\n",
+}
 OTLP_ENDPOINT = "http://otel-collector:4317"
 
 
@@ -355,6 +367,9 @@ def deployment(info: ServiceInfo) -> dict:
         env.append({"name": f"{info.env_prefix}SUPPORT_REMOTE_API_KEY",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-citation-validator", "key": "support-api-key",
                                                    "optional": True}}})
+    if info.name in SIGNERS:
+        env.append({"name": f"{info.env_prefix}SIGNING_KEY_FILE", "value": f"{KEYS_DIR}/signing.pem"})
+        env.append({"name": f"{info.env_prefix}SIGNING_KEY_CREATE", "value": "false"})
     if isinstance(info, WebAppInfo):
         env.append({"name": f"{info.env_prefix}SESSION_SECRET",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-console", "key": "session-secret"}}})
@@ -387,6 +402,10 @@ def deployment(info: ServiceInfo) -> dict:
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if info.name in SIGNERS:
+        container["volumeMounts"].append({"name": "signing-key", "mountPath": KEYS_DIR, "readOnly": True})
+        volumes.append({"name": "signing-key", "secret": {"secretName": f"citetrace-{d.dns}-signing",
+                                                          "defaultMode": 0o440}})
     if "data_dir" in settings_fields(info):
         container["volumeMounts"].append({"name": "data", "mountPath": DATA_DIR})
         if not d.durable_data:
@@ -506,6 +525,8 @@ def k8s_files() -> dict[str, str]:
         "secretGenerator": [
             {"name": "citetrace-auth", "literals": ["hs256-secret=dev-only-not-a-secret-change-me-0123456789"]},
             {"name": "citetrace-console", "literals": ["session-secret=dev-only-console-cookie-key-change-me-0123"]},
+            *[{"name": f"citetrace-{DEPLOY[name].dns}-signing", "files": [f"signing.pem=dev-keys/{DEPLOY[name].dns}.pem"]}
+              for name in SIGNERS],
             {"name": "citetrace-database", "literals": [
                 f"{DEPLOY[i.name].database}-url=postgresql+psycopg://citetrace:dev@postgres:5432/{DEPLOY[i.name].database}"
                 for i in DEPLOYABLES if has_database(i)]},
@@ -527,7 +548,8 @@ def k8s_files() -> dict[str, str]:
         # Pin by digest in production: replace newTag by digest: sha256:... from your registry.
         "images": [{"name": f"{IMAGE_REPO}/{DEPLOY[i.name].dns}", "newTag": VERSION} for i in DEPLOYABLES],
         # Secrets citetrace-auth (hs256-secret), citetrace-database (<db>-url), citetrace-console
-        # (session-secret) and optionally
+        # (session-secret), citetrace-retrieval-signing and citetrace-trace-signing (signing.pem: an
+        # Ed25519 key from `citetrace keys generate`, the same for every replica) and optionally
         # citetrace-opensearch (password) and citetrace-generation (openai-api-key) come from your
         # secret manager, not from this repo.
         **({"configMapGenerator": [{"name": "retrieval-config", "behavior": "merge", "literals": [
@@ -571,6 +593,8 @@ def render() -> dict[str, str]:
         "# (orchestrator), 8150 (console), 3000 (Grafana), 9090 (Prometheus), 16686 (Jaeger).\n") + dump(compose())
     for path, text in k8s_files().items():
         files[path] = HEADER + text
+    for name, pem in DEV_SIGNING_KEYS.items():
+        files[f"k8s/overlays/dev/dev-keys/{DEPLOY[name].dns}.pem"] = pem
     return files
 
 
