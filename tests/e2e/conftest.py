@@ -103,8 +103,11 @@ class Stack:
                         raise
                     time.sleep(0.02)
 
-    def start_service(self, name: str, data_dir: Path, **settings: str) -> str:
-        """One more process of a service on a free port; settings are its env (without prefix)."""
+    def start_service(self, name: str, data_dir: Path, *, service_data_dir: Path | None = None,
+                      **settings: str) -> str:
+        """One more process of a service on a free port; settings are its env (without prefix).
+        service_data_dir: the service's DATA_DIR (e.g. the stack's, for a second retrieval process over
+        the same store of record); data_dir holds its log."""
         info = BY_NAME[name]
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_", "OTEL_"))}
@@ -119,6 +122,8 @@ class Stack:
             for other in SERVICES:
                 if other.name != "orchestrator":
                     env[f"{info.env_prefix}{other.name.upper()}_TARGET"] = self.target(other.name)
+        if service_data_dir is not None:
+            env[f"{info.env_prefix}DATA_DIR"] = str(service_data_dir)
         env.update({f"{info.env_prefix}{key.upper()}": value for key, value in settings.items()})
         data_dir.mkdir(parents=True, exist_ok=True)
         log = open(data_dir / f"{name}-{port}.log", "ab")  # noqa: SIM115 - owned by the child
