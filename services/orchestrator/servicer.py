@@ -36,7 +36,11 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
 
     def Ask(self, request, context):
         if not self._ready:
-            raise Unavailable("NOT_READY", "the orchestrator is not warmed up yet")
+            refusal = Unavailable("NOT_READY", "the orchestrator is not warmed up yet")
+            # An authenticated Ask that arrives before warm-up (or during shutdown) leaves its record
+            # too; if even that cannot be kept, the caller still gets UNAVAILABLE (issue 16 point 4).
+            self.refused("Ask", request, refusal)
+            raise refusal
         try:
             given = field_time(request, "as_of")
         except InvalidArgument as err:

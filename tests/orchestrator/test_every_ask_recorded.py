@@ -141,3 +141,35 @@ def test_a_reused_idempotency_key_is_refused_and_recorded(auth, stack):
     assert _refusal(caught) == (grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_KEY_REUSED")
     errors = sorted(r.parts[-1].error for r in _records(auth, trace_address, "tenant-key"))
     assert len(errors) == 2 and errors[1].startswith("ALREADY_EXISTS IDEMPOTENCY_KEY_REUSED: idempotency key 'k-1'")
+
+
+def test_an_ask_before_warm_up_is_unavailable_and_recorded(tmp_path):
+    """The kit authenticates before the servicer runs: an Ask that reaches an orchestrator still
+    warming up (or already draining) is refused NOT_READY and still leaves its record."""
+    from citetrace.kit.context import call_context
+    from citetrace.kit.errors import Unavailable
+    from test_change_workflow import (
+        FEE_TEXT,
+        PATIENT,
+        Downstream,
+        Generation,
+        Retrieval,
+        Scheduler,
+        Sink,
+        Validator,
+    )
+
+    from services.orchestrator.bootstrap import build_servicer
+    from services.orchestrator.settings import Settings
+
+    sink = Sink()
+    servicer = build_servicer(Settings(port=0, metrics_port=-1, data_dir=tmp_path),
+                              downstream=Downstream(Scheduler([]), Retrieval(FEE_TEXT), Generation(FEE_TEXT),
+                                                    Validator()),
+                              trace_sink=sink)
+    with call_context(PATIENT, None, 10), pytest.raises(Unavailable) as refused:
+        servicer.Ask(pb.AskRequest(question=QUESTION), None)
+    assert refused.value.reason == "NOT_READY"
+    (record,) = sink.records
+    assert record.trace_id and record.tenant_id == PATIENT.tenant_id
+    assert record.parts[0].error.startswith("UNAVAILABLE NOT_READY")
