@@ -50,11 +50,15 @@ if [ -z "$pid" ]; then
     "path.logs=$OSL_DATA_DIR/logs" \
     "http.port=$OSL_PORT" \
     "transport.port=$OSL_TRANSPORT_PORT" \
+    ${OPENSEARCH_NODE_ARGS:-} \
     </dev/null >"$OSL_LOG_FILE" 2>&1 &
   pid=$!
   echo "$pid" >"$OSL_PID_FILE"
   osl_log "started pid $pid (http 127.0.0.1:$OSL_PORT, transport $OSL_TRANSPORT_PORT, data $OSL_DATA_DIR, log $OSL_LOG_FILE)"
 fi
+
+# A cluster member cannot be healthy alone: cluster.sh starts every node, then waits itself.
+[ "${OPENSEARCH_NO_WAIT:-0}" = "1" ] && exit 0
 
 start=$(date +%s)
 while :; do
