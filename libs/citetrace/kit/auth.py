@@ -1,14 +1,16 @@
 """Bearer-token authentication: the principal (tenant, roles, locations, pseudonymous subject)
 comes from a signed JWT in call metadata, never from a request body.
 
-Every service verifies the token itself with the same key material (HS256 shared secret or RS256
-public key), and the orchestrator forwards the caller's token downstream, so each service enforces
+Every service verifies the token itself with the issuer's public key (RS256 or EdDSA, the
+algorithm fixed by the key, not the token) or, as a development setting that logs a warning, an HS256
+shared secret, and the orchestrator forwards the caller's token downstream, so each service enforces
 its own scope.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,6 +25,8 @@ AUTHORIZATION = "authorization"
 ROLE_SERVICE = vocab.SERVICE
 ROLE_PATIENT = vocab.PATIENT
 SERVICE_SUBJECT_PREFIX = "service:"
+
+log = logging.getLogger("citetrace.auth")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,9 +89,12 @@ class TokenVerifier:
     def __init__(self, settings: AuthSettings) -> None:
         self._settings = settings
         if settings.rs256_public_key_file is not None:
-            self._key = settings.rs256_public_key_file.read_text()
-            self._algorithm = "RS256"
+            # The algorithm follows the key, never the token's header: a token whose header says HS256
+            # (signed with this public key as its "secret") or "none" is refused (alg confusion).
+            self._key, self._algorithm = public_key_and_algorithm(settings.rs256_public_key_file.read_bytes())
         else:
+            log.warning("user tokens are verified with the HS256 shared secret: a development setting; "
+                        "whoever holds the secret can mint any token (set CITETRACE_AUTH_RS256_PUBLIC_KEY_FILE)")
             self._key = settings.hs256_secret
             self._algorithm = "HS256"
 
@@ -125,6 +132,31 @@ class TokenVerifier:
         """Returns the principal and the raw token (to forward downstream)."""
         token = bearer_token(metadata)
         return self.verify(token), token
+
+
+def public_key_and_algorithm(pem: bytes) -> tuple[object, str]:
+    """The verification key in a PEM file and the one algorithm it verifies: RS256 for an RSA key,
+    EdDSA for an Ed25519 key. A private key or any other key type is refused (a service holds the
+    issuer's public key only)."""
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    try:
+        key = load_pem_public_key(pem)
+    except ValueError as exc:
+        raise ValueError("CITETRACE_AUTH_RS256_PUBLIC_KEY_FILE must hold a PEM public key (RSA or Ed25519)") from exc
+    if isinstance(key, rsa.RSAPublicKey):
+        return key, "RS256"
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return key, "EdDSA"
+    raise ValueError(f"unsupported token verification key type {type(key).__name__}: use RSA or Ed25519")
+
+
+def _signing_algorithm(private_pem: bytes) -> str:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    return "EdDSA" if isinstance(load_pem_private_key(private_pem, password=None), ed25519.Ed25519PrivateKey) else "RS256"
 
 
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]]) -> str:
@@ -167,7 +199,8 @@ def mint_token(
     if actor:
         claims["act"] = {"sub": actor}
     if settings.rs256_private_key_file is not None:
-        return jwt.encode(claims, settings.rs256_private_key_file.read_text(), algorithm="RS256")
+        private_pem = settings.rs256_private_key_file.read_bytes()
+        return jwt.encode(claims, private_pem, algorithm=_signing_algorithm(private_pem))
     if not settings.hs256_secret:
         raise Unauthenticated("NO_SIGNING_KEY", "minting needs CITETRACE_AUTH_HS256_SECRET or an RS256 private key")
     return jwt.encode(claims, settings.hs256_secret, algorithm="HS256")
