@@ -8,11 +8,10 @@ import time
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
-
 from citetrace.kit.auth import AuthSettings, TokenVerifier, mint_token
 from citetrace.kit.errors import Unauthenticated
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 
 def _write_pair(tmp_path, name, private_key):
