@@ -273,3 +273,42 @@ def test_a_repeated_version_event_is_harmless(store):
     # A different event on the same version (another successor, or retirement) is a new event.
     core.record_version_event(retrieval, version_id, pb.VERSION_EVENT_KIND_RETIRED)
     assert sorted(needing()) == ["rep-1", "rep-2"]
+
+
+def _append_from_replica(url: str, keys: str, prefix: str, count: int) -> int:
+    """One trace replica (its own process and engine): `count` records from 4 threads at once."""
+    store = open_store(url)
+    core = core_on(store, data_dir=Path(keys))
+    with ThreadPoolExecutor(4) as pool:
+        created = sum(pool.map(lambda i: core.record_trace(WRITER, make_record(f"{prefix}-{i:03d}")).created,
+                               range(count)))
+    store.close()
+    return created
+
+
+@pytest.mark.slow
+def test_two_replica_processes_appending_to_one_chain_serialize(postgres_url):
+    """Issue 21 point 3: two processes append to one tenant's chain on PostgreSQL at once; the
+    chain-head row lock (SELECT ... FOR UPDATE) makes it one linear chain: sequences 1..N with no
+    gap or duplicate, each record's previous hash the one before it, and VerifyChain passes."""
+    import multiprocessing
+
+    keys = tempfile.mkdtemp(prefix="citetrace-trace-")
+    store = open_store(postgres_url)
+    core = core_on(store, data_dir=Path(keys))  # creates the one signing key both replicas share
+    count = 80
+    with multiprocessing.get_context("spawn").Pool(2) as procs:
+        results = procs.starmap_async(_append_from_replica,
+                                      [(postgres_url, keys, "ra", count), (postgres_url, keys, "rb", count)])
+        created = results.get(240)
+    assert created == [count, count]
+    chain = list(store.chain(TENANT))
+    assert [r.sequence for r in chain] == list(range(1, 2 * count + 1))
+    assert len({r.trace_id for r in chain}) == 2 * count
+    assert {r.trace_id[:2] for r in chain} == {"ra", "rb"}
+    for before, after in zip(chain, chain[1:], strict=False):
+        assert after.previous_hash == before.record_hash, after.sequence
+    report = core.verify_tenant(TENANT)
+    assert report.ok, report.detail
+    assert report.records_checked == 2 * count
+    store.close()
