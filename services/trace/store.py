@@ -30,6 +30,7 @@ from typing import Protocol
 
 import sqlalchemy as sa
 from citetrace.kit import sql as kit_sql
+from citetrace.kit.context import check_deadline
 from citetrace.kit.sql import SqliteBegin
 from citetrace.kit.timestamps import naive_utc, utc_now
 from sqlalchemy.engine import Connection, Engine
@@ -387,9 +388,15 @@ class SqlTraceStore:
         writers of other processes on the same file. PostgreSQL: the head's row lock does."""
         if self.dialect == "sqlite":
             with self._lock, self.engine.begin() as conn:
-                return work(conn)
+                return self._before_commit(work(conn))
         with self.engine.begin() as conn:
-            return work(conn)
+            return self._before_commit(work(conn))
+
+    @staticmethod
+    def _before_commit(result):
+        # Inside the transaction: a write whose caller's deadline has passed rolls back (issue 17 §4).
+        check_deadline("trace write")
+        return result
 
     def append(self, new: NewRecord, sealer: Sealer) -> AppendResult:
         return self._serialized(lambda conn: self._append(conn, new, sealer))
