@@ -312,3 +312,15 @@ def test_two_replica_processes_appending_to_one_chain_serialize(postgres_url):
     assert report.ok, report.detail
     assert report.records_checked == 2 * count
     store.close()
+
+
+def test_a_write_past_its_callers_deadline_leaves_no_row(store):
+    # Issue 17 point 4: the check runs inside the transaction, so the append rolls back.
+    from citetrace.kit.context import call_context
+    from citetrace.kit.errors import DeadlineExceeded
+
+    core = core_on(store)
+    with call_context(WRITER, None, timeout=-1.0), pytest.raises(DeadlineExceeded):
+        core.record_trace(WRITER, make_record("t-late"))
+    with sa.create_engine(store.engine.url).connect() as conn:
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM trace_records")).scalar() == 0
