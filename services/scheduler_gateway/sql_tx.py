@@ -7,6 +7,8 @@ primary key) and, once the first commits, finds its result instead of doing the 
 result is stored in the same transaction as the change, so "changed" and "result remembered" are
 one fact. Errors raised by the work roll everything back (the key too): only completed calls are
 remembered.
+Just before the commit the caller's deadline is checked: a write past it is rolled back
+(DEADLINE_EXCEEDED `DEADLINE_PASSED`), so a retry under the same key does the work once.
 
 `append_event` writes an action event to the outbox in the caller's transaction.
 
@@ -26,6 +28,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from citetrace.kit.context import check_deadline
 from citetrace.kit.errors import AlreadyExists
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
@@ -103,6 +106,9 @@ def idempotent_write(engine: Engine, tenant_id: str, idem: Idempotency | None, n
                     conn.execute(s.idempotency_keys.update().where(keyed).values(result=outcome.stored))
                 else:
                     conn.execute(s.idempotency_keys.delete().where(keyed))
+            # A caller that has given up must not find its booking or proposal made later (issue 17 §4):
+            # raising here rolls the change, its event and its idempotency key back together.
+            check_deadline("scheduling write")
             return outcome.value
     except IntegrityError:
         if idem is None:

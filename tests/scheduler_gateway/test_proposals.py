@@ -9,11 +9,16 @@ import datetime as dt
 
 import grpc
 import pytest
+import sqlalchemy as sa
 from citetrace.common.v1 import appointments_pb2 as ap
 from citetrace.kit.clients import error_info
+from citetrace.kit.context import call_context
+from citetrace.kit.errors import DeadlineExceeded
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 
 from services.scheduler_gateway import schema
+from services.scheduler_gateway.domain import Idempotency
+from services.scheduler_gateway.sql_tx import Completed, append_event, idempotent_write
 
 from .conftest import NOW, UTC
 from .workflow_fixtures import (
@@ -305,3 +310,30 @@ def _unsupported() -> ap.PolicyConsequence:
     c = fee()
     c.support = 0
     return c
+
+
+def test_a_scheduling_write_past_its_callers_deadline_commits_nothing(sqlite_url):
+    """Issue 17 §4: every scheduling write (bookings, proposals, decisions) goes through
+    `idempotent_write`; with the caller's deadline passed it rolls back the change, its outbox event
+    and its idempotency key, and a retry under the same key then does the work once."""
+    engine = schema.make_engine(sqlite_url)
+    schema.ensure_schema(engine)
+    now = dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC)
+    idem = Idempotency(key="k-deadline-1", operation="probe", fingerprint="f1")
+
+    def work(conn):
+        return Completed(append_event(conn, "t-deadline", {"kind": "probe"}, now), {"done": True})
+
+    def counts() -> tuple[int, int]:
+        with engine.connect() as conn:
+            return (conn.execute(sa.select(sa.func.count()).select_from(schema.action_events_outbox)).scalar(),
+                    conn.execute(sa.select(sa.func.count()).select_from(schema.idempotency_keys)).scalar())
+
+    with call_context(None, None, timeout=-1.0), pytest.raises(DeadlineExceeded) as refused:
+        idempotent_write(engine, "t-deadline", idem, now, work, lambda stored: stored)
+    assert refused.value.reason == "DEADLINE_PASSED"
+    assert counts() == (0, 0)
+    with call_context(None, None, timeout=30.0):
+        idempotent_write(engine, "t-deadline", idem, now, work, lambda stored: stored)
+    assert counts() == (1, 1)
+    engine.dispose()
