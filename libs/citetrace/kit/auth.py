@@ -10,6 +10,7 @@ its own scope.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Iterable
@@ -152,7 +153,9 @@ def public_key_and_algorithm(pem: bytes) -> tuple[object, str]:
     raise ValueError(f"unsupported token verification key type {type(key).__name__}: use RSA or Ed25519")
 
 
+@functools.lru_cache(maxsize=8)
 def _signing_algorithm(private_pem: bytes) -> str:
+    # Cached by the key's bytes: delegated tokens are minted per call, and parsing the PEM each time is waste.
     from cryptography.hazmat.primitives.asymmetric import ed25519
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
