@@ -92,12 +92,13 @@ def _checkpoint_pass(core: TraceCore) -> Callable[[], None]:
 
 def build(settings: Settings, *, store: TraceStore | None = None, passages: PassageReader | None = None,
           clock: Callable | None = None, sealer: ChainSealer | None = None,
-          checkpoints: CheckpointSink | None = None) -> Trace:
+          checkpoints: CheckpointSink | None = None, before_commit: Callable[[], None] | None = None) -> Trace:
     """The service; `store`, `passages`, `clock`, `sealer` and `checkpoints` replace the ones the
-    settings name (tests)."""
+    settings name (tests). `before_commit` (tests only) runs inside each write of the store the
+    settings name just before its deadline check and commit: a slowed commit."""
     if passages is None and settings.retrieval_target:
         passages = RetrievalPassageReader(settings.retrieval_target, settings.passage_read_timeout_seconds)
-    store = store or SqlTraceStore(settings.store_url())
+    store = store or SqlTraceStore(settings.store_url(), before_commit=before_commit)
     core = TraceCore(store, sealer=sealer or sealer_of(settings, store=store),
                      checkpoints=checkpoints or DirectoryCheckpointSink(settings.resolved_checkpoint_dir()),
                      retention_days=settings.retention_days, max_page_size=settings.max_page_size,

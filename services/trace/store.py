@@ -350,11 +350,14 @@ def _needs_review_expr(rec):
 
 
 class SqlTraceStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, before_commit: Callable[[], None] | None = None) -> None:
+        """`before_commit` is a test seam (never a setting): called inside every write's transaction
+        just before the deadline check and the commit, so a test can slow the commit down."""
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self._lock = threading.Lock()
+        self._hook = before_commit
 
     def migrate(self) -> None:
         migrate_engine(self.engine)
@@ -392,8 +395,9 @@ class SqlTraceStore:
         with self.engine.begin() as conn:
             return self._before_commit(work(conn))
 
-    @staticmethod
-    def _before_commit(result):
+    def _before_commit(self, result):
+        if self._hook is not None:
+            self._hook()
         # Inside the transaction: a write whose caller's deadline has passed rolls back (issue 17 §4).
         check_deadline("trace write")
         return result
