@@ -201,9 +201,11 @@ class FeatureExtractor:
 
 
 # Features that need the embedding model (cached by train.py); the others are recomputed from them.
+# semantic_local is not a model input but the review gate of embedded.py reads it, so the threshold
+# search (train.py) needs it in the cache to decide exactly as the shipped verdict does.
 EMBEDDING_FEATURES = ("sim_mean", "match_mean", "match_min", "match_p20", "weak_share_50", "weak_share_65",
                       "weak_share_80", "lex_cov", "sent_max", "sent_top3", "clause_sent_min", "clause_match_min",
-                      "words_log", "sentences_log", "clause_addition_sem")
+                      "words_log", "sentences_log", "clause_addition_sem", "semantic_local")
 CHECK_FEATURES = ("q_missing", "q_elsewhere", "q_any", "names_missing", "names_share_missing", "negation",
                   "qualifier", "exception", "bound", "weakest_clause_lex", "local_cov", "longest_sentence")
 

@@ -17,9 +17,13 @@ Gates (checks that make a claim UNSUPPORTED whatever the score): a check kind is
 fires on at least 20 WiCE dev rows and at least GATE_PRECISION of those are not supported.
 
 Operating point, on out-of-fold predictions (5-fold, grouped by claim / document) over WiCE dev,
-claim level (the maximum over a claim's chunks, the dataset's protocol), gates applied:
+claim level (the dataset's protocol: a claim is SUPPORTED when one of its chunks is), decided
+exactly as EmbeddedSupportModel.verdict decides: a gated row never counts as SUPPORTED, nor does a
+row the short-claim review gate sends to review (embedded._review; its feature semantic_local is
+in the feature cache for this reason):
 - `supported`: the threshold with the highest F1(supported) among those whose precision of
-  SUPPORTED is >= SUPPORTED_PRECISION;
+  SUPPORTED is >= SUPPORTED_PRECISION (the 0.60 target of issue 15 plus a margin for the dev/test
+  difference) and >= PROJECT_PRECISION on the project's tune pairs;
 - `unsupported`: the highest threshold below which >= UNSUPPORTED_PRECISION of the claims are
   not supported.
 """
@@ -32,6 +36,7 @@ import datetime as dt
 import gzip
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -56,7 +61,7 @@ WEIGHTS = HERE / "model" / "support-embedded.json"
 POLICY_GATES = ("negation", "qualifier", "restriction", "exception", "quantity_elsewhere")
 GATE_PRECISION = 0.85
 GATE_MIN_FIRES = 20
-SUPPORTED_PRECISION = 0.65
+SUPPORTED_PRECISION = 0.62
 PROJECT_PRECISION = 0.95
 UNSUPPORTED_PRECISION = 0.90
 REGULARISATION_C = 0.3
@@ -180,6 +185,14 @@ def is_gated(conflicts, features: dict, gates, short_gates) -> bool:
     return bool(kinds & set(gates)) or (is_short(features) and bool(kinds & set(short_gates)))
 
 
+def supportable(conflicts, features: dict, gates, short_gates) -> bool:
+    """Whether verdict() can call this row SUPPORTED at all (given p over the threshold): not gated and
+    not sent to review by the short-claim review gate."""
+    from services.citation_validator.support.embedded import EmbeddedSupportModel
+
+    return not is_gated(conflicts, features, gates, short_gates) and not EmbeddedSupportModel._review(features)
+
+
 def claim_level(scores: np.ndarray, groups: list[str], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     best: dict[str, float] = {}
     gold: dict[str, int] = {}
@@ -191,9 +204,13 @@ def claim_level(scores: np.ndarray, groups: list[str], labels: np.ndarray) -> tu
 
 
 def choose_thresholds(scores: np.ndarray, labels: np.ndarray, project_scores: np.ndarray,
-                      project_labels: np.ndarray) -> dict:
-    """scores/labels: WiCE dev claims; project_*: the project's tune pairs (labelled tune half and the
-    perturbations), whose SUPPORTED precision must reach PROJECT_PRECISION at the chosen threshold."""
+                      project_labels: np.ndarray, ranking_scores: np.ndarray | None = None) -> dict:
+    """scores/labels: WiCE dev claims (scores as the verdict sees them: 0 where no chunk can be
+    SUPPORTED); project_*: the project's tune pairs (labelled tune half and the perturbations), whose
+    SUPPORTED precision must reach PROJECT_PRECISION at the chosen threshold; ranking_scores: the
+    claims' gated scores, for the UNSUPPORTED/UNRESOLVED split (a row sent to review is UNRESOLVED
+    there, not UNSUPPORTED)."""
+    ranking_scores = scores if ranking_scores is None else ranking_scores
     candidates = np.unique(scores)
     best = None
     for t in candidates:
@@ -211,12 +228,14 @@ def choose_thresholds(scores: np.ndarray, labels: np.ndarray, project_scores: np
     if best is None:
         raise SystemExit(f"no threshold reaches SUPPORTED precision {SUPPORTED_PRECISION} on dev")
     low = 0.0
-    for t in sorted(candidates):
-        below = scores < t
+    for t in np.unique(ranking_scores):
+        below = ranking_scores < t
         if below.any() and (labels[below] == 0).mean() >= UNSUPPORTED_PRECISION:
             low = float(t)
-    low = min(low, best[0])
-    return {"supported": round(best[0], 4), "unsupported": round(low, 4),
+    # Rounded down, so the chosen dev claim (p == threshold) stays on the SUPPORTED side as in the search.
+    supported = math.floor(best[0] * 1e6) / 1e6
+    low = min(math.floor(low * 1e6) / 1e6, supported)
+    return {"supported": supported, "unsupported": low,
             "dev": {"f1": round(best[1], 4), "precision": round(best[2], 4), "recall": round(best[3], 4),
                     "claims": int(len(labels)), "project_supported_precision": round(best[4], 4)}}
 
@@ -244,16 +263,22 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
         if n >= GATE_MIN_FIRES and precision >= GATE_PRECISION and kind not in POLICY_GATES:
             gates.append(kind)
     gated = np.array([is_gated(r["conflicts"], r["features"], gates, POLICY_GATES) for r in rows])
+    eligible = np.array([supportable(r["conflicts"], r["features"], gates, POLICY_GATES) for r in rows])
     oof = np.zeros(len(rows))
     for train_idx, test_idx in GroupKFold(5).split(X, y, groups):
         scaler = StandardScaler().fit(X[train_idx])
         model = LogisticRegression(C=REGULARISATION_C, max_iter=5000).fit(scaler.transform(X[train_idx]), y[train_idx])
         oof[test_idx] = model.predict_proba(scaler.transform(X[test_idx]))[:, 1]
     oof_gated = np.where(gated, oof * GATE_FACTOR, oof)
-    dev_scores, dev_labels = claim_level(oof_gated[wice], [g for g, w in zip(groups, wice, strict=True) if w],
-                                         y[wice])
+    wice_groups = [g for g, w in zip(groups, wice, strict=True) if w]
+    # The score ranks (AUROC); the threshold search uses the verdict's own rule: a row that cannot be
+    # SUPPORTED (gated, or sent to review) takes 0 there, so "claim score >= t" is exactly "verdict()
+    # calls one of the claim's chunks SUPPORTED at threshold t".
+    oof_verdict = np.where(eligible, oof, 0.0)
+    dev_scores, dev_labels = claim_level(oof_gated[wice], wice_groups, y[wice])
+    verdict_scores, _ = claim_level(oof_verdict[wice], wice_groups, y[wice])
     project = ~wice
-    thresholds = choose_thresholds(dev_scores, dev_labels, oof_gated[project], y[project])
+    thresholds = choose_thresholds(verdict_scores, dev_labels, oof_verdict[project], y[project], dev_scores)
     scaler = StandardScaler().fit(X)
     model = LogisticRegression(C=REGULARISATION_C, max_iter=5000).fit(scaler.transform(X), y)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
@@ -275,7 +300,8 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
                             f"{SUPPORTED_PRECISION} there and >= {PROJECT_PRECISION} on the project's tune pairs "
                             "(labelled tune half + perturbations); unsupported: highest threshold below which >= "
                             f"{UNSUPPORTED_PRECISION} of WiCE-dev claims are not supported (5-fold out-of-fold, "
-                            "claim = max over its chunks, gates applied)"),
+                            "claim = max over its chunks, decided as verdict() does: gated rows and rows the "
+                            "short-claim review gate sends to review never count as SUPPORTED)"),
         "gate_rule": (f"gates: fires on >= {GATE_MIN_FIRES} WiCE dev rows with >= {GATE_PRECISION} not supported; "
                       "short_claim_gates: the policy checks, for claims of at most SHORT_CLAIM_WORDS content words"),
         "gate_stats": gate_stats,
