@@ -1,5 +1,5 @@
-"""What every CLI command shares: the data directory, the local stack's development secret and
-state file, and authenticated stubs to the local stack."""
+"""What every CLI command shares: the data directory, the local stack's development token issuer
+(an Ed25519 keypair) and state file, and authenticated stubs to the local stack."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ from citetrace.kit.timestamps import NoOffset, parse_iso
 
 DEFAULT_DATA_DIR = Path(".citetrace")
 SECRET_FILE = "dev-secret"
+# The local stack's token issuer: an Ed25519 private key (0600) that only the CLI (`citetrace token`,
+# the commands that mint a development token) and the console's development sign-in read, and its
+# public half, which is all the services get (CITETRACE_AUTH_RS256_PUBLIC_KEY_FILE).
+ISSUER_KEY_FILE = "issuer-key.pem"
+ISSUER_PUBLIC_KEY_FILE = "issuer-key.pub.pem"
 STATE_FILE = "stack.json"
 
 
@@ -48,15 +53,33 @@ def dev_secret(data_dir: Path, create: bool = False, name: str = SECRET_FILE) ->
     return secret
 
 
+def dev_issuer(data_dir: Path, create: bool = False) -> tuple[Path, Path] | None:
+    """The local stack's token issuer keypair (private key file, public key file), created once
+    (the private key with mode 0600, never overwritten); None when absent and not `create`."""
+    from citetrace.signing import generate_key_files
+
+    private, public = data_dir / ISSUER_KEY_FILE, data_dir / ISSUER_PUBLIC_KEY_FILE
+    if private.exists() and public.exists():
+        return private, public
+    if not create:
+        return None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if not private.exists():
+        generate_key_files(private, public)
+    return private, public
+
+
 def auth_settings(data_dir: Path) -> AuthSettings:
-    """Deployment key material when configured, else the local stack's development secret."""
+    """Deployment key material when configured (CITETRACE_AUTH_*), else the local stack's development
+    issuer keypair (EdDSA tokens)."""
     if any(key.startswith(AUTH_PREFIX) for key in os.environ):
         return load_settings(AuthSettings, AUTH_PREFIX)
-    secret = dev_secret(data_dir)
-    if secret is None:
-        fail(f"no development secret in {data_dir}: start the stack with `citetrace up` first "
-             "or set CITETRACE_AUTH_HS256_SECRET")
-    return AuthSettings(hs256_secret=secret)
+    issuer = dev_issuer(data_dir)
+    if issuer is None:
+        fail(f"no development token issuer in {data_dir}: start the stack with `citetrace up` first "
+             "or set CITETRACE_AUTH_RS256_PRIVATE_KEY_FILE and CITETRACE_AUTH_RS256_PUBLIC_KEY_FILE")
+    private, public = issuer
+    return AuthSettings(rs256_public_key_file=public, rs256_private_key_file=private)
 
 
 def dev_token(data_dir: Path, tenant: str, roles: list[str], locations: list[str] | None = None,

@@ -33,7 +33,7 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
-from apps.cli.common import dev_secret, rpc_failure, target
+from apps.cli.common import dev_issuer, rpc_failure, target
 from apps.cli.trace import add_auth, parse_time, rpc, token_of, trace_stub
 
 REPLAY_SUBJECT = "replay:"
@@ -58,8 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def signing_settings(args: argparse.Namespace) -> AuthSettings | None:
     if any(key.startswith(AUTH_PREFIX) for key in os.environ):
         return load_settings(AuthSettings, AUTH_PREFIX)
-    secret = dev_secret(args.data_dir)
-    return AuthSettings(hs256_secret=secret) if secret else None
+    issuer = dev_issuer(args.data_dir)
+    return AuthSettings(rs256_public_key_file=issuer[1], rs256_private_key_file=issuer[0]) if issuer else None
 
 
 def _replay_roles(roles) -> list[str]:

@@ -18,16 +18,21 @@ from pathlib import Path
 
 import grpc
 import httpx
+from citetrace.kit.auth import AUTH_PREFIX
 from citetrace.kit.stack import SERVICES, WEB_APPS, ServiceInfo, WebAppInfo
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from apps.cli.common import STATE_FILE, add_data_dir, dev_secret, read_state
+from apps.cli.common import STATE_FILE, add_data_dir, dev_issuer, dev_secret, read_state
 
 _PR_SET_PDEATHSIG = 1
 # Services that keep state under the data directory.
 _STATEFUL = ("retrieval", "scheduler_gateway", "trace", "orchestrator")
 # Signs the local console's session cookie (created once, like the development token secret).
 CONSOLE_SESSION_SECRET_FILE = "console-session-secret"
+# The processes that still mint tokens with the issuer's private key: the console's development
+# sign-in, and (until service identity comes from mTLS, issue 17 §1) the services that mint
+# `service` and delegated tokens. The others get only the public key.
+_SIGNING = ("console", "orchestrator", "retrieval", "scheduler_gateway")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -89,10 +94,10 @@ def _web_app(name: str) -> WebAppInfo | None:
     return next((app for app in WEB_APPS if app.name == name), None)
 
 
-def _service_env(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, secret: str) -> dict[str, str]:
+def _service_env(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    env.setdefault("CITETRACE_AUTH_HS256_SECRET", secret)
+    env.update(_auth_env(info.name, data_dir))
     env[f"{info.env_prefix}PORT"] = str(info.port + offset)
     env[f"{info.env_prefix}METRICS_PORT"] = str(info.metrics_port + offset)
     if info.name in _STATEFUL:
@@ -105,6 +110,18 @@ def _service_env(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, se
         env.setdefault(f"{info.env_prefix}SESSION_SECRET",
                        dev_secret(data_dir, create=True, name=CONSOLE_SESSION_SECRET_FILE))
     return _known_only(info, env)
+
+
+def _auth_env(name: str, data_dir: Path) -> dict[str, str]:
+    """Token keys of one process: those of the environment when any CITETRACE_AUTH_* is set (e.g. the
+    HS256 development secret, which the services warn about), else the stack's Ed25519 issuer."""
+    if any(key.startswith(AUTH_PREFIX) for key in os.environ):
+        return {}
+    private, public = dev_issuer(data_dir, create=True)
+    env = {f"{AUTH_PREFIX}RS256_PUBLIC_KEY_FILE": str(public.resolve())}
+    if name in _SIGNING:
+        env[f"{AUTH_PREFIX}RS256_PRIVATE_KEY_FILE"] = str(private.resolve())
+    return env
 
 
 def _known_only(info: ServiceInfo | WebAppInfo, env: dict[str, str]) -> dict[str, str]:
@@ -120,7 +137,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _spawn(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, secret: str, detach: bool,
+def _spawn(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, detach: bool,
            note: str = "") -> subprocess.Popen:
     """One process of a service, its output appended to logs/<name>.log (after `note`, a line saying
     why it was (re)started, when there is one)."""
@@ -132,7 +149,7 @@ def _spawn(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int, secret: 
             log_file.flush()
         return subprocess.Popen(
             [sys.executable, "-m", info.module],
-            env=_service_env(info, data_dir, offset, secret),
+            env=_service_env(info, data_dir, offset),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -154,8 +171,8 @@ def write_state(data_dir: Path, state: dict) -> None:
 
 
 def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subprocess.Popen]:
-    secret = dev_secret(data_dir, create=True)
-    procs = {info.name: _spawn(info, data_dir, offset, secret, detach) for info in (*SERVICES, *WEB_APPS)}
+    dev_issuer(data_dir, create=True)
+    procs = {info.name: _spawn(info, data_dir, offset, detach) for info in (*SERVICES, *WEB_APPS)}
     state = {
         "up_pid": os.getpid(),
         "port_offset": offset,
@@ -266,7 +283,6 @@ class Supervisor:
     def __init__(self, data_dir: Path, offset: int, detach: bool, procs: dict[str, subprocess.Popen],
                  out=print) -> None:
         self.data_dir, self.offset, self.detach = data_dir, offset, detach
-        self.secret = dev_secret(data_dir, create=True)
         now = time.monotonic()
         self.entries = {name: _Supervised(proc, now) for name, proc in procs.items()}
         self.out = out
@@ -299,7 +315,7 @@ class Supervisor:
                 entry.crashes = 0
             if entry.phase == "waiting" and now >= entry.start_at:
                 old = entry.proc.pid
-                entry.proc = _spawn(_info(name), self.data_dir, self.offset, self.secret, self.detach, entry.note)
+                entry.proc = _spawn(_info(name), self.data_dir, self.offset, self.detach, entry.note)
                 entry.phase, entry.started = "running", now
                 entry.restarts += 1
                 changed = True
@@ -418,8 +434,8 @@ def run_restart(args: argparse.Namespace) -> int:
         (data_dir / RESTART_REQUESTS / args.service).touch()
     else:
         stop_pids({args.service: old_pid}, RESTART_GRACE_SECONDS)
-        proc = _spawn(_info(args.service), data_dir, state.get("port_offset", 0),
-                      dev_secret(data_dir, create=True), True, "restart requested (citetrace restart, unsupervised)")
+        proc = _spawn(_info(args.service), data_dir, state.get("port_offset", 0), True,
+                      "restart requested (citetrace restart, unsupervised)")
         entry.update(pid=proc.pid, restarts=entry.get("restarts", 0) + 1)
         write_state(data_dir, state)
     deadline = started + args.timeout

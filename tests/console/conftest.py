@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from citetrace.kit.testing import auth_env
 from e2e.conftest import REPO, Stack, free_port, running_stack
 
 from apps.cli.common import read_state
@@ -65,14 +66,15 @@ def start_console(stack: Stack, data_dir: Path, **settings: str) -> Console:
     CITETRACE_CONSOLE_* values without the prefix."""
     targets = {f"{name}_target": stack.target(name)
                for name in ("orchestrator", "retrieval", "scheduler_gateway", "trace")}
-    return launch_console(stack.auth.hs256_secret, data_dir, **{**CONSOLE_LOAD_TOLERANT, **targets, **settings})
+    return launch_console(auth_env(stack.auth), data_dir, **{**CONSOLE_LOAD_TOLERANT, **targets, **settings})
 
 
-def launch_console(secret: str, data_dir: Path, **settings: str) -> Console:
+def launch_console(auth: dict[str, str], data_dir: Path, **settings: str) -> Console:
+    """`auth`: the CITETRACE_AUTH_* variables (kit.testing.auth_env)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_", "OTEL_"))}
     env.update({
-        "CITETRACE_AUTH_HS256_SECRET": secret,
+        **auth,
         "CITETRACE_CONSOLE_PORT": str(port),
         "CITETRACE_CONSOLE_METRICS_PORT": "-1",
         "CITETRACE_CONSOLE_SESSION_SECRET": SESSION_SECRET,

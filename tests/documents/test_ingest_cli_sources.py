@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from citetrace.kit.testing import install_dev_issuer
 
 from apps.cli.ask import render
 from apps.cli.main import main as cli
@@ -30,7 +31,7 @@ def stack(auth, tmp_path, monkeypatch):
         monkeypatch.delenv(key)
     data = tmp_path / "data"
     data.mkdir()
-    (data / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, data)
     with service(auth, tmp_path / "service") as client:
         yield client, data
 
@@ -182,7 +183,7 @@ def test_a_file_over_the_services_limit_is_named_when_the_cli_allows_it(auth, tm
         monkeypatch.delenv(key)
     data = tmp_path / "data"
     data.mkdir()
-    (data / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, data)
     big, huge = tmp_path / "big.pdf", tmp_path / "huge.pdf"
     big.write_bytes(b"%PDF-1.7\n" + b"0" * (100 * 1024))
     huge.write_bytes(b"%PDF-1.7\n" + b"0" * (3 * 1024 * 1024))

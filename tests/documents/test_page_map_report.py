@@ -10,6 +10,7 @@ import os
 
 import pytest
 from citetrace.identity import page_locator
+from citetrace.kit.testing import install_dev_issuer
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 
 from apps.cli.main import main as cli
@@ -127,7 +128,7 @@ def test_citetrace_ingest_prints_each_case(auth, tmp_path, capsys, monkeypatch, 
         monkeypatch.delenv(key)
     data = tmp_path / "data"
     data.mkdir()
-    (data / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, data)
     folder = tmp_path / "corpus"
     folder.mkdir()
     for name, content in (("numbers", fixtures.printed_numbers_pdf()), ("scan", fixtures.scanned_pdf(1))):

@@ -20,6 +20,7 @@ import grpc
 import pytest
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
 from citetrace.kit.stack import BY_NAME, SERVICES, stack_ports
+from citetrace.kit.testing import auth_env
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
@@ -113,7 +114,7 @@ class Stack:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_", "OTEL_"))}
         env.update({
             "OPENBLAS_NUM_THREADS": "1",
-            "CITETRACE_AUTH_HS256_SECRET": self.auth.hs256_secret,
+            **auth_env(self.auth),
             f"{info.env_prefix}PORT": str(port),
             f"{info.env_prefix}METRICS_PORT": "-1",
         })
@@ -153,7 +154,8 @@ def running_stack(data_dir: Path, env: dict[str, str] | None = None) -> Iterator
     if up.returncode != 0:
         citetrace("down", "--data-dir", str(data_dir), timeout=60)
         pytest.fail(f"citetrace up failed: {up.stdout}{up.stderr}")
-    result = Stack(data_dir, offset, AuthSettings(hs256_secret=(data_dir / "dev-secret").read_text().strip()))
+    result = Stack(data_dir, offset, AuthSettings(rs256_public_key_file=data_dir / "issuer-key.pub.pem",
+                                                     rs256_private_key_file=data_dir / "issuer-key.pem"))
     try:
         ingest = citetrace("ingest", "--data-dir", str(data_dir), str(CORPUS))
         assert ingest.returncode == 0, ingest.stdout + ingest.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from citetrace.kit.testing import serving
+from citetrace.kit.testing import install_dev_issuer, serving
 
 from apps.cli.main import main
 from services.scheduler_gateway.bootstrap import build_spec
@@ -20,7 +20,7 @@ def cli_gateway(auth, sqlite_url, tmp_path, monkeypatch):
     for key in list(__import__("os").environ):
         if key.startswith("CITETRACE_AUTH_"):
             monkeypatch.delenv(key)
-    (tmp_path / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, tmp_path)
     load(sqlite_url, world())
     spec = build_spec(Settings(port=0, metrics_port=-1, database_url=sqlite_url, expiry_sweep_seconds=0),
                       clock=FixedClock(NOW))

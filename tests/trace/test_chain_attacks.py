@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import FailedPrecondition
 from citetrace.kit.metrics import CHECKPOINT_MISMATCHES, SIGNATURE_FAILURES
+from citetrace.kit.testing import install_dev_issuer
 from citetrace.signing import generate_key_files
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from test_store import _bypass
@@ -267,7 +268,7 @@ def test_cli_checkpoint_then_verify_reports_a_truncated_tail(auth, tmp_path, met
 
     data_dir = tmp_path / "cli"
     data_dir.mkdir()
-    (data_dir / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, data_dir)
     with trace_service(auth, tmp_path / "trace") as (runner, stub, servicer):
         md = metadata_for(TENANT, ("service",))
         for i in (1, 2, 3):

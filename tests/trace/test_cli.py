@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.auth import mint_token
-from citetrace.kit.testing import serving
+from citetrace.kit.testing import install_dev_issuer, serving
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -24,7 +24,7 @@ from apps.cli.main import main
 def stack(auth, tmp_path, metadata_for):
     data_dir = tmp_path / "cli"
     data_dir.mkdir()
-    (data_dir / "dev-secret").write_text(auth.hs256_secret + "\n")  # what `citetrace up` creates
+    install_dev_issuer(auth, data_dir)  # what `citetrace up` creates
     with trace_service(auth, tmp_path / "trace") as (runner, stub, servicer):
         md = metadata_for(TENANT, ("service",))
         stub.RecordTrace(pb.RecordTraceRequest(record=make_record("cli-1")), timeout=10, metadata=md)

@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 from citetrace.kit.auth import bearer_metadata, mint_token
+from citetrace.kit.testing import auth_env, install_dev_issuer
 from citetrace.kit.trace_client import TraceClient
 from citetrace.outbox import PermanentDeliveryError, TraceOutbox, trace_deliverer
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -128,7 +129,7 @@ def test_outbox_command_lists_pending_and_dead_letters_and_flushes(tmp_path, aut
     service.down = True
     outbox.submit(make_record("o-1"))  # service down: pending
     outbox.close()
-    (tmp_path / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, tmp_path)
     assert main(["trace", "outbox", "--data-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "1 pending" in out and "dead letter" in out and "o-2" in out and "INVALID_TRACE_ID" in out
@@ -150,11 +151,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_service(port: int, data_dir: Path, secret: str, log: Path, database_url: str | None = None
+def start_service(port: int, data_dir: Path, auth, log: Path, database_url: str | None = None
                   ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_TRACE_", "CITETRACE_AUTH_"))}
     env.update({"CITETRACE_TRACE_PORT": str(port), "CITETRACE_TRACE_METRICS_PORT": "-1",
-                "CITETRACE_TRACE_DATA_DIR": str(data_dir), "CITETRACE_AUTH_HS256_SECRET": secret})
+                "CITETRACE_TRACE_DATA_DIR": str(data_dir), **auth_env(auth, signing=False)})
     if database_url:
         env["CITETRACE_TRACE_DATABASE_URL"] = database_url
     proc = subprocess.Popen([sys.executable, "-m", "services.trace"], cwd=REPO, env=env,
@@ -180,7 +181,7 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
     port = free_port()
     target = f"127.0.0.1:{port}"
     log = tmp_path / "trace.log"
-    proc = start_service(port, tmp_path / "data", auth.hs256_secret, log, database_url)
+    proc = start_service(port, tmp_path / "data", auth, log, database_url)
     deliver = trace_deliverer(TraceClient(target, auth, caller="orchestrator", timeout=2.0))
     outbox_path = tmp_path / "orchestrator" / "outbox.db"
     outbox = TraceOutbox(outbox_path, deliver, min_backoff=0.1, max_backoff=0.5, poll_interval=0.2)
@@ -208,7 +209,7 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
         outbox.start()
         for i in range(40, 50):
             submit(i)
-        proc = start_service(port, tmp_path / "data", auth.hs256_secret, log, database_url)
+        proc = start_service(port, tmp_path / "data", auth, log, database_url)
         for i in range(50, 60):
             submit(i)
         assert outbox.wait_empty(90), f"still pending: {outbox.pending_count()}"

@@ -14,7 +14,7 @@ import grpc
 import pytest
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.auth import bearer_metadata, mint_token
-from citetrace.kit.testing import serving
+from citetrace.kit.testing import install_dev_issuer, serving
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
@@ -54,7 +54,7 @@ def world(tmp_path_factory, auth):
     # The session's key: kit.auth.service_token caches tokens per (tenant, service) for the whole
     # process, so every in-process orchestrator/outbox of a test session must share one key.
     data_dir = tmp_path_factory.mktemp("replay-e2e")
-    (data_dir / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, data_dir)
     with contextlib.ExitStack() as stack:
         addresses = {}
         for name in ("retrieval", "scheduler_gateway", "generation"):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
 from citetrace.kit.server import ServiceRunner, ServiceSpec
@@ -12,7 +14,34 @@ from citetrace.kit.settings import ServerSettings
 
 
 def test_auth_settings() -> AuthSettings:
-    return AuthSettings(hs256_secret=secrets.token_urlsafe(40))
+    """A fresh Ed25519 token issuer in a temporary directory (the production verification path:
+    EdDSA, the algorithm fixed by the public key), with its private key so tests can mint tokens."""
+    from citetrace.signing import generate_key_files
+
+    folder = Path(tempfile.mkdtemp(prefix="citetrace-issuer-"))
+    private, public = folder / "issuer-key.pem", folder / "issuer-key.pub.pem"
+    generate_key_files(private, public)
+    return AuthSettings(rs256_public_key_file=public, rs256_private_key_file=private)
+
+
+def auth_env(auth: AuthSettings, *, signing: bool = True) -> dict[str, str]:
+    """The CITETRACE_AUTH_* variables that give a service process these settings (without the
+    private key when not `signing`)."""
+    if auth.hs256_secret:
+        return {"CITETRACE_AUTH_HS256_SECRET": auth.hs256_secret}
+    env = {"CITETRACE_AUTH_RS256_PUBLIC_KEY_FILE": str(auth.rs256_public_key_file)}
+    if signing and auth.rs256_private_key_file is not None:
+        env["CITETRACE_AUTH_RS256_PRIVATE_KEY_FILE"] = str(auth.rs256_private_key_file)
+    return env
+
+
+def install_dev_issuer(auth: AuthSettings, data_dir: Path) -> None:
+    """Puts the issuer keypair of `auth` where `citetrace up` creates the local stack's, so the CLI
+    mints tokens the in-process services accept."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(auth.rs256_private_key_file, data_dir / "issuer-key.pem")
+    (data_dir / "issuer-key.pem").chmod(0o600)
+    shutil.copyfile(auth.rs256_public_key_file, data_dir / "issuer-key.pub.pem")
 
 
 @contextlib.contextmanager

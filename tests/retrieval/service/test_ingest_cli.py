@@ -4,6 +4,7 @@ the rest of the batch stored, exit code."""
 from __future__ import annotations
 
 import pytest
+from citetrace.kit.testing import install_dev_issuer
 
 from apps.cli.ingest import collect
 from apps.cli.main import main as cli
@@ -33,7 +34,7 @@ def stack(auth, tmp_path, monkeypatch):
         monkeypatch.delenv(key)
     data = tmp_path / "data"
     data.mkdir()
-    (data / "dev-secret").write_text(auth.hs256_secret + "\n")
+    install_dev_issuer(auth, data)
     with running_service(auth, tmp_path / "service") as client:
         yield client, data
 
