@@ -192,7 +192,7 @@ def decode_page_token(token: str) -> int | None:
             raise ValueError(number)
         return value
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token is not a token this service issued") from exc
+        raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token is not a token this service issued", field="page_token") from exc
 
 
 MAX_ID_CHARS = 256
@@ -200,12 +200,12 @@ MAX_ID_CHARS = 256
 
 def _check_lengths(record: pb.TraceRecord, facet_set: C.Facets) -> None:
     if len(record.principal_ref) > MAX_ID_CHARS:
-        raise InvalidArgument("FIELD_TOO_LONG", f"record.principal_ref must be at most {MAX_ID_CHARS} characters")
+        raise InvalidArgument("FIELD_TOO_LONG", f"record.principal_ref must be at most {MAX_ID_CHARS} characters", field="record.principal_ref")
     for kind, value in facet_set.rows():
         if len(value) > MAX_ID_CHARS:
             raise InvalidArgument("FIELD_TOO_LONG",
                                   f"a cited {kind} ID in record.parts[].citations is longer than {MAX_ID_CHARS} "
-                                  "characters")
+                                  "characters", field="record.parts.citations")
 
 
 @dataclasses.dataclass
@@ -275,10 +275,10 @@ class TraceCore:
 
     def record_trace(self, principal: Principal, record: pb.TraceRecord) -> RecordResult:
         if not record.trace_id:
-            raise InvalidArgument("MISSING_TRACE_ID", "record.trace_id is required")
+            raise InvalidArgument("MISSING_TRACE_ID", "record.trace_id is required", field="record.trace_id")
         if not TRACE_ID_PATTERN.fullmatch(record.trace_id):
             raise InvalidArgument("INVALID_TRACE_ID",
-                                  "record.trace_id must be 1-128 characters of [0-9A-Za-z._:-]")
+                                  "record.trace_id must be 1-128 characters of [0-9A-Za-z._:-]", field="record.trace_id")
         _require_role(principal, WRITE_ROLES, "RecordTrace")
         if record.tenant_id and record.tenant_id != principal.tenant_id:
             raise PermissionDenied("TENANT_MISMATCH", "record.tenant_id must be the token's tenant")
@@ -329,7 +329,7 @@ class TraceCore:
 
     def _stored(self, principal: Principal, trace_id: str) -> StoredRecord:
         if not trace_id:
-            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required", field="trace_id")
         stored = self.store.get(principal.tenant_id, trace_id)
         if stored is None:
             raise NotFound("TRACE_NOT_FOUND", f"no trace {trace_id}", trace_id=trace_id)
@@ -390,7 +390,7 @@ class TraceCore:
     def get_trace(self, principal: Principal, trace_id: str, view: str = "full") -> TraceView:
         """`view` "full" reads the retrieved passages' text back through retrieval; "basic" does not."""
         if not trace_id:
-            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required", field="trace_id")
         if view not in VIEWS:
             raise InvalidArgument("INVALID_VIEW", f"view {view} is not a TraceView", field="view")
         _require_role(principal, READ_ROLES, "GetTrace")
@@ -440,7 +440,7 @@ class TraceCore:
 
     def _page_size(self, requested: int) -> int:
         if requested < 0:
-            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
+            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0", field="page_size")
         return min(requested or DEFAULT_PAGE_SIZE, self.max_page_size)
 
     def list_traces(self, principal: Principal, query: TraceQuery) -> Page:
@@ -451,7 +451,7 @@ class TraceCore:
         after = naive_utc(query.created_after) if query.created_after is not None else None
         until = naive_utc(query.created_before) if query.created_before is not None else None
         if after is not None and until is not None and after >= until:
-            raise InvalidArgument("INVALID_TIME_RANGE", "created_after must be before created_before")
+            raise InvalidArgument("INVALID_TIME_RANGE", "created_after must be before created_before", field="created_after")
         flt = ListFilter(outcome=query.outcome, failure_reason=query.failure_reason,
                          created_after=after, created_before=until, document_id=query.document_id,
                          version_id=query.version_id, needs_review=query.needs_review)
@@ -465,13 +465,13 @@ class TraceCore:
                       answer_record_hash: str = "") -> ReviewRow:
         """`decision` is a ReviewDecision number (0: missing)."""
         if not trace_id:
-            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required", field="trace_id")
         if decision == pb.REVIEW_DECISION_UNSPECIFIED:
-            raise InvalidArgument("MISSING_DECISION", "decision is required (accepted, rejected, needs-change)")
+            raise InvalidArgument("MISSING_DECISION", "decision is required (accepted, rejected, needs-change)", field="decision")
         if decision not in pb.ReviewDecision.values():
-            raise InvalidArgument("INVALID_DECISION", f"decision {decision} is not a ReviewDecision")
+            raise InvalidArgument("INVALID_DECISION", f"decision {decision} is not a ReviewDecision", field="decision")
         if len(rubric_note) > MAX_RUBRIC_NOTE:
-            raise InvalidArgument("RUBRIC_NOTE_TOO_LONG", f"rubric_note must be at most {MAX_RUBRIC_NOTE} characters")
+            raise InvalidArgument("RUBRIC_NOTE_TOO_LONG", f"rubric_note must be at most {MAX_RUBRIC_NOTE} characters", field="rubric_note")
         _require_role(principal, REVIEW_ROLES, "RecordReview")
         stored = self._stored(principal, trace_id)
         if answer_record_hash and answer_record_hash != stored.record_hash:
@@ -493,7 +493,7 @@ class TraceCore:
     def list_reviews(self, principal: Principal, trace_id: str, page_size: int = 0, page_token: str = "") -> Page:
         """The reviews (ReviewRow) of one stored answer, oldest first."""
         if not trace_id:
-            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required")
+            raise InvalidArgument("MISSING_TRACE_ID", "trace_id is required", field="trace_id")
         size = self._page_size(page_size)
         _require_role(principal, READ_ROLES, "ListReviews")
         offset = decode_page_token(page_token) or 0
@@ -505,11 +505,11 @@ class TraceCore:
                              replaced_by_version_id: str = "") -> int:
         """`kind` is a VersionEventKind number; returns how many stored answers cited the version."""
         if not version_id:
-            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
+            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required", field="version_id")
         if kind == pb.VERSION_EVENT_KIND_UNSPECIFIED:
-            raise InvalidArgument("MISSING_KIND", "kind is required (superseded or retired)")
+            raise InvalidArgument("MISSING_KIND", "kind is required (superseded or retired)", field="kind")
         if kind not in pb.VersionEventKind.values():
-            raise InvalidArgument("INVALID_KIND", f"kind {kind} is not a VersionEventKind")
+            raise InvalidArgument("INVALID_KIND", f"kind {kind} is not a VersionEventKind", field="kind")
         _require_role(principal, VERSION_EVENT_ROLES, "RecordVersionEvent")
         row = VersionEventRow(
             tenant_id=principal.tenant_id, version_id=version_id, kind=int(kind),
@@ -522,13 +522,17 @@ class TraceCore:
 
     def record_action_event(self, principal: Principal, event: pb.ActionEvent) -> tuple[StoredLink, bool]:
         if not TRACE_ID_PATTERN.fullmatch(event.event_id):
-            raise InvalidArgument("INVALID_EVENT_ID", "event.event_id must be 1-128 characters of [0-9A-Za-z._:-]")
+            raise InvalidArgument("INVALID_EVENT_ID", "event.event_id must be 1-128 characters of [0-9A-Za-z._:-]", field="event.event_id")
         if event.kind == pb.ACTION_EVENT_KIND_UNSPECIFIED:
-            raise InvalidArgument("MISSING_KIND", "event.kind is required")
+            raise InvalidArgument("MISSING_KIND", "event.kind is required", field="event.kind")
         if event.ask_trace_id and not TRACE_ID_PATTERN.fullmatch(event.ask_trace_id):
-            raise InvalidArgument("INVALID_TRACE_ID", "event.ask_trace_id must be 1-128 characters of [0-9A-Za-z._:-]")
-        if len(event.proposal_id) > 128 or len(event.actor_ref) > MAX_ID_CHARS:
-            raise InvalidArgument("FIELD_TOO_LONG", "event.proposal_id (128) or event.actor_ref (256) is too long")
+            raise InvalidArgument("INVALID_TRACE_ID", "event.ask_trace_id must be 1-128 characters of [0-9A-Za-z._:-]", field="event.ask_trace_id")
+        if len(event.proposal_id) > 128:
+            raise InvalidArgument("FIELD_TOO_LONG", "event.proposal_id must be at most 128 characters",
+                                  field="event.proposal_id")
+        if len(event.actor_ref) > MAX_ID_CHARS:
+            raise InvalidArgument("FIELD_TOO_LONG", f"event.actor_ref must be at most {MAX_ID_CHARS} characters",
+                                  field="event.actor_ref")
         _require_role(principal, ACTION_EVENT_ROLES, "RecordActionEvent")
         with stage("trace", "trace.record_action", tenant=principal.tenant_id) as span:
             body = event.SerializeToString(deterministic=True)
@@ -633,7 +637,7 @@ class TraceCore:
 
     def apply_retention(self, principal: Principal, retention_days: int) -> int:
         if retention_days < 0:
-            raise InvalidArgument("RETENTION_OUT_OF_RANGE", "retention_days must be >= 0")
+            raise InvalidArgument("RETENTION_OUT_OF_RANGE", "retention_days must be >= 0", field="retention_days")
         _require_role(principal, RETENTION_ROLES, "ApplyRetention")
         days = retention_days or self.retention_days
         if days <= 0:
