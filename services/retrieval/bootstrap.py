@@ -16,6 +16,7 @@ from citetrace.kit.trace_client import TraceClient, can_sign
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
+from services.retrieval.backend_health import BackendHealthMonitor
 from services.retrieval.core import RetrievalCore, build_sealer
 from services.retrieval.extract import Extractors, default_extractors
 from services.retrieval.index import BM25Settings, EmbeddedIndex, SearchBackend
@@ -91,10 +92,13 @@ class Retrieval:
     core: RetrievalCore
     servicer: RetrievalServicer
     relay: VersionEventRelay | None
+    health: BackendHealthMonitor
 
     def warm_up(self) -> None:
-        """Migrations, keys, model check, the index rebuilt from the store; then the relay."""
+        """Migrations, keys, model check, the index rebuilt from the store; then the backend's health
+        sampling and the relay."""
         self.core.warm_up()
+        self.health.start()
         if self.relay is not None:
             self.relay.start()
         else:
@@ -103,6 +107,7 @@ class Retrieval:
     def close(self) -> None:
         if self.relay is not None:
             self.relay.stop()
+        self.health.stop()
         self.core.close()
 
     def spec(self) -> ServiceSpec:
@@ -113,6 +118,7 @@ class Retrieval:
             register=pb_grpc.add_RetrievalServiceServicer_to_server,
             warm_up=self.warm_up,
             close=self.close,
+            serving_reporter=self.health.report_to,  # NOT_SERVING while the search backend is red
             # A whole source file in one IngestDocument; the core refuses more than max_source_bytes
             # with SOURCE_TOO_LARGE naming the file, the transport anything beyond that margin.
             max_receive_message_bytes=self.settings.max_source_bytes + 1024 * 1024,
@@ -133,7 +139,8 @@ def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store 
     relay = version_event_relay(settings, store, auth)
     if relay is not None:
         core.on_version_events = relay.wake
-    return Retrieval(settings, core, RetrievalServicer(core), relay)
+    health = BackendHealthMonitor(core.backend, settings.backend_health_poll_seconds)
+    return Retrieval(settings, core, RetrievalServicer(core), relay, health)
 
 
 def build_spec(settings: Settings, auth: AuthSettings | None = None, **adapters) -> ServiceSpec:

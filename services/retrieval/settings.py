@@ -44,6 +44,9 @@ class Settings(ServerSettings):
     # True: every start writes a new generation from the store of record and switches the alias to it.
     # False: keep the live generation (create one if none) and upsert into it.
     opensearch_rebuild_on_start: bool = True
+    # How often the search backend's health is sampled (citetrace_search_backend_health, and the gRPC
+    # health: NOT_SERVING while the backend is red or unreachable; services/retrieval/backend_health.py).
+    backend_health_poll_seconds: float = 5.0
     # Vector cache (SQLite) keyed by model id + text digest; defaults to data_dir/embeddings.sqlite.
     embedding_cache_path: Path | None = None
     # Truncation of passages and queries for the embedding model (the model allows 512).
@@ -128,6 +131,7 @@ class Settings(ServerSettings):
         require(self.chunk_target_chars >= 50, "chunk_target_chars must be >= 50")
         require(self.chunk_hard_limit_chars >= self.chunk_target_chars,
                 "chunk_hard_limit_chars must be >= chunk_target_chars")
+        require(self.backend_health_poll_seconds > 0, "backend_health_poll_seconds must be > 0")
         require(self.rrf_k > 0, "rrf_k must be > 0")
         require(self.rerank_backend in ("none", "embedded", "remote"), "rerank_backend must be none, embedded or remote")
         require(1 <= self.rerank_depth <= 100, "rerank_depth must be in 1..100")

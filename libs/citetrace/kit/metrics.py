@@ -17,6 +17,10 @@ Who increments what (every metric is documented in the README's SRE section):
   citetrace_chain_checkpoint_age_seconds, citetrace_review_backlog.
 - retrieval also: citetrace_signature_failures_total{kind="version"} for a version statement that
   does not verify; digest kinds version_text, passage_span, passage_identity.
+- retrieval also: citetrace_search_backend_health{service,backend,status} (1 for the status of the
+  last health sample, 0 for the others), citetrace_search_backend_nodes, and
+  citetrace_search_backend_errors_total{service,backend,outcome} per failed backend request
+  (outcome "retried": a retry followed; "exhausted": the call failed with SEARCH_BACKEND_UNAVAILABLE).
 - orchestrator also: citetrace_trace_outbox_write_failures_total (the answer was withheld),
   citetrace_trace_outbox_dead_letters.
 """
@@ -144,6 +148,24 @@ REVIEW_BACKLOG = Gauge(
     "review-backlog setting.",
     ["service"],
 )
+# The search backend's health as the retrieval service last sampled it (services/retrieval/backend_health.py).
+SEARCH_BACKEND_STATUSES = ("green", "yellow", "red", "unreachable")
+SEARCH_BACKEND_ERROR_OUTCOMES = ("retried", "exhausted")
+SEARCH_BACKEND_HEALTH = Gauge(
+    "citetrace_search_backend_health",
+    "1 for the search backend's health status at the last sample (green, yellow, red, unreachable), 0 for "
+    "the others.",
+    ["service", "backend", "status"],
+)
+SEARCH_BACKEND_NODES = Gauge(
+    "citetrace_search_backend_nodes", "Nodes of the search backend's cluster at the last health sample.",
+    ["service", "backend"],
+)
+SEARCH_BACKEND_ERRORS = Counter(
+    "citetrace_search_backend_errors_total",
+    "Failed requests to the search backend: retried (a retry followed) or exhausted (the call failed).",
+    ["service", "backend", "outcome"],
+)
 BUILD_INFO = Gauge(
     "citetrace_build_info", "Always 1 while the service runs; labels name the build.", ["service", "version"]
 )
@@ -186,6 +208,22 @@ def init_service_metrics(service: str) -> None:
             SIGNATURE_FAILURES.labels(service=service, kind=kind)
         CHECKPOINT_MISMATCHES.labels(service=service)
         REVIEW_BACKLOG.labels(service=service).set(0)
+
+
+def record_search_backend_health(service: str, backend: str, status: str, nodes: int) -> None:
+    for name in SEARCH_BACKEND_STATUSES:
+        SEARCH_BACKEND_HEALTH.labels(service=service, backend=backend, status=name).set(1 if name == status else 0)
+    SEARCH_BACKEND_NODES.labels(service=service, backend=backend).set(nodes)
+
+
+def record_search_backend_error(backend: str, outcome: str, service: str = "retrieval") -> None:
+    SEARCH_BACKEND_ERRORS.labels(service=service, backend=backend, outcome=outcome).inc()
+
+
+def init_search_backend_metrics(backend: str, service: str = "retrieval") -> None:
+    """The zero series of a backend's error counter (rates work from the first scrape)."""
+    for outcome in SEARCH_BACKEND_ERROR_OUTCOMES:
+        SEARCH_BACKEND_ERRORS.labels(service=service, backend=backend, outcome=outcome)
 
 
 def scope_violation_blocked(service: str) -> None:

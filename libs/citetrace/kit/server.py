@@ -60,6 +60,10 @@ class ServiceSpec:
     # None, the error). The orchestrator records a refused Ask here; a DomainError it raises
     # replaces the refusal (UNAVAILABLE when the refusal could not be recorded).
     refused: Callable[[str, Any, DomainError], None] | None = None
+    # Called once when the server starts with a function the service calls whenever a dependency it
+    # cannot answer without comes or goes (True: can serve). After warm-up the runner's health
+    # status follows it (retrieval: NOT_SERVING while the search cluster is red or unreachable).
+    serving_reporter: Callable[[Callable[[bool], None]], None] | None = None
 
     def __post_init__(self) -> None:
         if self.warm_up is None:
@@ -182,6 +186,9 @@ class ServiceRunner:
         self._server: grpc.Server | None = None
         self._stopped = threading.Event()
         self._done = threading.Event()
+        self._warm = False
+        self._dependencies_ok = True
+        self._health_lock = threading.Lock()
         self.port = 0
         self.metrics_port = -1
 
@@ -201,6 +208,8 @@ class ServiceRunner:
         self.spec.register(self.spec.servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        if self.spec.serving_reporter is not None:
+            self.spec.serving_reporter(self._dependencies_changed)
         reflection.enable_server_reflection(
             (self.spec.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
@@ -215,12 +224,29 @@ class ServiceRunner:
 
     def warm_up(self) -> None:
         self.spec.warm_up()
-        self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        with self._health_lock:
+            self._warm = True
+            self._publish_health()
+
+    def _dependencies_changed(self, ok: bool) -> None:
+        with self._health_lock:
+            changed, self._dependencies_ok = ok != self._dependencies_ok, ok
+            if changed and self._warm:
+                log.warning("%s: %s", self.spec.name, "SERVING again: its dependencies answer" if ok
+                            else "NOT_SERVING: a dependency it cannot answer without is down")
+                self._publish_health()
+
+    def _publish_health(self) -> None:
+        if self._stopped.is_set():  # draining: stays NOT_SERVING
+            return
+        self._set_health(health_pb2.HealthCheckResponse.SERVING if self._dependencies_ok
+                         else health_pb2.HealthCheckResponse.NOT_SERVING)
 
     def stop(self, grace: float | None = None) -> None:
         if self._server is None or self._stopped.is_set():
             return
-        self._stopped.set()
+        with self._health_lock:
+            self._stopped.set()
         self._health.enter_graceful_shutdown()  # every service NOT_SERVING, new checks see it
         self._server.stop(self.settings.grace_seconds if grace is None else grace).wait()
         self.spec.close()

@@ -5,6 +5,8 @@ from .base import SearchBackend
 from .embedded import EmbeddedIndex
 from .fusion import fuse
 from .types import (
+    HEALTH_STATUSES,
+    BackendHealth,
     BM25Settings,
     FusionSettings,
     Hit,
@@ -16,6 +18,8 @@ from .types import (
 )
 
 __all__ = [
+    "HEALTH_STATUSES",
+    "BackendHealth",
     "BM25Settings",
     "EmbeddedIndex",
     "FusionSettings",

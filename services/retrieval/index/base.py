@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 from .fusion import fuse
-from .types import Hit, IndexedPassage, IndexReport, SearchQuery
+from .types import BackendHealth, Hit, IndexedPassage, IndexReport, SearchQuery
 
 Candidates = list[tuple[str, float]]
 
@@ -69,6 +69,11 @@ class SearchBackend(Protocol):
 
     def count(self) -> int:
         """Passages in the index, whatever their status or tenant."""
+        ...
+
+    def health(self) -> BackendHealth:
+        """One quick sample of whether searches can be answered completely (one request, no
+        retries, never raises): the retrieval service's health monitor polls it."""
         ...
 
 

@@ -33,6 +33,7 @@ from .analyzer import EnglishAnalyzer
 from .base import FusedSearch, rebuild_in_place
 from .types import (
     PASSAGE_STATUSES,
+    BackendHealth,
     BM25Settings,
     IndexedPassage,
     IndexReport,
@@ -194,6 +195,9 @@ class EmbeddedIndex(FusedSearch):
 
     def count(self) -> int:
         return self._snapshot.n_docs
+
+    def health(self) -> BackendHealth:
+        return BackendHealth("green", nodes=1, detail="in-process")
 
     def row_count(self) -> int:
         """Rows held, live and dead (a replaced or removed passage leaves a dead row until the rows

@@ -26,9 +26,17 @@ Writes: bulk ``update`` with ``doc_as_upsert`` and ``detect_noop``, so re-sendin
 passage changes nothing (not even the sequence number, which is what ``generation()`` reports).
 Every refused document is reported in ``IndexReport.errors`` with OpenSearch's reason.
 
-Failures: connection errors, timeouts, 429 and 502-504 are retried with exponential backoff;
-when retries are exhausted the call raises ``kit.errors.Unavailable`` with reason
-``SEARCH_BACKEND_UNAVAILABLE`` (the retrieval RPC then fails with UNAVAILABLE).
+Failures: connection errors, timeouts, 429 and 502-504 are retried with exponential backoff, and so
+is a search answered from fewer shards than the index has (``_shards.failed`` > 0 or ``timed_out``:
+a node died while holding a shard copy the search used — OpenSearch reports it as a 200 with partial
+hits, which must never become an answer); each retry goes to the client's next live host (every node
+of the cluster belongs in ``hosts``: a refused host is marked dead and skipped). When retries are
+exhausted the call raises ``kit.errors.Unavailable`` with reason ``SEARCH_BACKEND_UNAVAILABLE`` (the
+retrieval RPC then fails with UNAVAILABLE). Every failed attempt counts in
+citetrace_search_backend_errors_total (outcome retried / exhausted).
+
+Health: ``health()`` asks one node for the health of the live index (``local=true``, so a cluster
+busy electing a new manager still answers) and never raises; the retrieval service polls it.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 from citetrace.kit.errors import FailedPrecondition, NotFound, Unavailable
+from citetrace.kit.metrics import init_search_backend_metrics, record_search_backend_error
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import NotFoundError, TransportError
@@ -53,6 +62,7 @@ from .base import FusedSearch
 from .types import (
     ELIGIBLE_STATUS,
     PASSAGE_STATUSES,
+    BackendHealth,
     BM25Settings,
     IndexedPassage,
     IndexReport,
@@ -285,6 +295,7 @@ class OpenSearchBackend(FusedSearch):
         self._ready = False
         self._write_target: str | None = None  # an explicit index during a rebuild, else the alias
         self._generation_cache: tuple[float, str] | None = None
+        init_search_backend_metrics(self.name)
 
     # -- calls with retries --------------------------------------------------------------------
 
@@ -302,6 +313,7 @@ class OpenSearchBackend(FusedSearch):
                 last = exc
             except _Transient as exc:
                 last = exc
+            record_search_backend_error(self.name, "retried" if attempt + 1 < attempts else "exhausted")
             if attempt + 1 < attempts:
                 delay = self.config.retry_backoff_seconds * (2**attempt) * (0.5 + random.random())
                 log.warning(
@@ -651,6 +663,24 @@ class OpenSearchBackend(FusedSearch):
         ids = self._version_passage_ids(tenant_id, version_id)
         return self._bulk_by_id("delete", [({"delete": {"_index": target, "_id": pid}}, None) for pid in ids])
 
+    def health(self) -> BackendHealth:
+        """The live index's health from whichever node answers (cluster-level before the first
+        generation exists); "unreachable" when none does. One attempt, a short timeout: a sample."""
+        timeout = min(self.config.timeout_seconds, 5.0)
+        try:
+            # A missing index is answered 408 "timed_out" (without timeout=0s, after waiting 30 s for it).
+            reply = self.client.cluster.health(index=self.config.alias, local=True, timeout="0s",
+                                               request_timeout=timeout, ignore=(404, 408))
+            if reply.get("timed_out") or "status" not in reply:
+                reply = self.client.cluster.health(local=True, request_timeout=timeout)
+        except Exception as exc:  # a sample: any failure means no node answered usefully
+            return BackendHealth("unreachable", detail=_short(exc))
+        status = reply.get("status")
+        if status not in ("green", "yellow", "red"):
+            return BackendHealth("unreachable", detail=f"unexpected cluster health {status!r}")
+        return BackendHealth(status, nodes=int(reply.get("number_of_nodes", 0)),
+                             detail=f"{reply.get('unassigned_shards', 0)} unassigned shards")
+
     def candidate_lists(self, query: SearchQuery) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """The lexical and the vector (passage_id, score) lists of ``query.fusion.mode``, both
         scoped inside the query, from one ``_msearch``. Vector scores are cosines."""
@@ -683,6 +713,9 @@ class OpenSearchBackend(FusedSearch):
                     if response.get("status") in TRANSIENT_STATUS:
                         raise _Transient(_error_text(response["error"]))
                     raise RuntimeError(f"OpenSearch refused a search: {_error_text(response['error'])}")
+                incomplete = _incomplete(response)
+                if incomplete:
+                    raise _Transient(incomplete)
             return responses
 
         responses = self._call("msearch", attempt)
@@ -694,6 +727,18 @@ class OpenSearchBackend(FusedSearch):
             else:
                 lists[kind] = [(h["_id"], float(h["_score"])) for h in hits]
         return lists["lexical"], lists["vector"]
+
+
+def _incomplete(response: dict) -> str | None:
+    """Why a 200 search response is not the whole answer (None when it is): a shard failed (its node
+    died mid-search) or the search timed out, so hits from some shards are missing."""
+    shards = response.get("_shards", {})
+    if shards.get("failed", 0):
+        reasons = "; ".join(_error_text(f.get("reason", {})) for f in shards.get("failures", [])[:2])
+        return f"{shards['failed']} of {shards.get('total', '?')} shards failed ({reasons})"
+    if response.get("timed_out"):
+        return "the search timed out on some shards"
+    return None
 
 
 def _short(exc: Exception | None) -> str:

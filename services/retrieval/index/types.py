@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Literal
 
 import numpy as np
+from citetrace.kit.metrics import SEARCH_BACKEND_STATUSES
 from citetrace.vocab import APPROVED, VERSION_STATUSES
 
 PassageStatus = Literal["draft", "approved", "retired"]  # citetrace.vocab.VERSION_STATUSES
@@ -30,6 +31,32 @@ SCOPE_FIELDS = (
     "locale",
     "source_class",
 )
+
+
+#: What a backend's health() reports, worst last (the label values of citetrace_search_backend_health).
+#: "unreachable": no answer at all (every search would fail); "red": a primary shard of the live index
+#: is unassigned (searches would fail or miss passages); "yellow": a replica is missing (searches are
+#: complete, redundancy is not).
+HEALTH_STATUSES = SEARCH_BACKEND_STATUSES
+
+
+@dataclass(frozen=True)
+class BackendHealth:
+    """One sample of a backend's health: status (HEALTH_STATUSES), the nodes that answered it, and
+    a short human detail (the error when unreachable)."""
+
+    status: str
+    nodes: int = 0
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in HEALTH_STATUSES:
+            raise ValueError(f"health status must be one of {HEALTH_STATUSES}, got {self.status!r}")
+
+    @property
+    def can_serve(self) -> bool:
+        """Searches are complete: green or yellow (a lost replica does not make the service unfit)."""
+        return self.status in ("green", "yellow")
 
 
 def _require_aware(name: str, value: datetime | None) -> None:

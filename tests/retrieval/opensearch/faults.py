@@ -21,6 +21,7 @@ class FaultProxy:
         self.bulk_item_rejections = 0
         self.bulk_item_status = 429
         self.rejected_items: list[str] = []
+        self.partial_searches = 0
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status sent)
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
@@ -61,6 +62,8 @@ class FaultProxy:
                 data = reply.read()
                 if self.path.split("?")[0].endswith("/_bulk"):
                     data = proxy._reject_bulk_items(data)
+                if self.path.split("?")[0].endswith("/_msearch"):
+                    data = proxy._drop_a_shard(data)
                 self._reply(reply.status, data, reply.getheader("Content-Type", "application/json"))
                 conn.close()
 
@@ -102,6 +105,26 @@ class FaultProxy:
                     self.rejected_items.append(result["_id"])
                     reply["errors"] = True
             return json.dumps(reply).encode()
+
+    def lose_a_shard(self, count: int) -> None:
+        """The next ``count`` _msearch replies come back as when a node holding a shard copy died
+        mid-search: 200, one shard failed, that shard's hits missing (here: all hits dropped)."""
+        with self._lock:
+            self.partial_searches = count
+
+    def _drop_a_shard(self, data: bytes) -> bytes:
+        with self._lock:
+            if self.partial_searches <= 0:
+                return data
+            self.partial_searches -= 1
+        reply = json.loads(data)
+        for response in reply.get("responses", []):
+            shards = response.setdefault("_shards", {"total": 1, "successful": 1, "skipped": 0, "failed": 0})
+            shards["failed"], shards["successful"] = 1, max(0, shards.get("successful", 1) - 1)
+            shards["failures"] = [{"shard": 0, "index": "x", "reason": {
+                "type": "node_disconnected_exception", "reason": "injected by FaultProxy"}}]
+            response.get("hits", {})["hits"] = []
+        return json.dumps(reply).encode()
 
     def fail(self, count: int, status: int = 503) -> None:
         with self._lock:
