@@ -597,8 +597,14 @@ class SqlTraceStore:
 
         Idempotent: the same event again (tenant, version, kind, replaced_by) appends nothing and
         counts against the first one's time. Retrieval delivers its events at least once, and a
-        repeated event must not make already re-reviewed answers need review again."""
+        repeated event must not make already re-reviewed answers need review again.
+
+        The chain head is locked BEFORE looking for the first event: two replicas recording the same
+        event at once (each retrieval replica's relay delivers the store's queue at least once) would
+        otherwise both find none, both insert an event row, and the second row's link would be the
+        first's (same link id): an event row that is no link of the chain."""
         def work(conn: Connection) -> int:
+            self._lock_head(conn, row.tenant_id)
             first = conn.execute(sa.select(version_events.c.created_at).where(
                 version_events.c.tenant_id == row.tenant_id, version_events.c.version_id == row.version_id,
                 version_events.c.kind == row.kind,

@@ -324,3 +324,33 @@ def test_a_write_past_its_callers_deadline_leaves_no_row(store):
         core.record_trace(WRITER, make_record("t-late"))
     with sa.create_engine(store.engine.url).connect() as conn:
         assert conn.execute(sa.text("SELECT COUNT(*) FROM trace_records")).scalar() == 0
+
+
+def test_the_same_version_event_from_two_replicas_at_once_is_one_event_and_one_link(postgres_url):
+    """Issue 21 point 3: every retrieval replica's relay delivers the store's version-event queue at
+    least once, so two trace replicas can record one event at the same moment. The head lock is taken
+    before the event is looked for: one event row, one chain link, and the chain verifies (before the
+    fix both found none, both stored a row, and VerifyChain reported the second row as no link)."""
+    import threading
+
+    keys = Path(tempfile.mkdtemp(prefix="citetrace-trace-"))
+    stores = [open_store(postgres_url) for _ in range(2)]
+    cores = [core_on(s, data_dir=keys) for s in stores]  # two replicas: own engines, one key
+    core_on(stores[0], data_dir=keys).record_trace(WRITER, make_record("t-cites"))
+    start = threading.Barrier(8)
+
+    def record(n: int) -> None:
+        start.wait()
+        cores[n % 2].record_version_event(WRITER, "v" + "1" * 63, pb.VERSION_EVENT_KIND_SUPERSEDED, "v" + "3" * 63)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(record, range(8)))
+    with stores[0].engine.connect() as conn:
+        events = conn.execute(sa.text("SELECT COUNT(*) FROM trace_version_events")).scalar()
+        links = conn.execute(sa.text("SELECT COUNT(*) FROM trace_chain_links")).scalar()
+    assert (events, links) == (1, 1)
+    report = cores[1].verify_tenant(TENANT)
+    assert report.ok, report.detail
+    assert report.records_checked == 2
+    for s in stores:
+        s.close()
