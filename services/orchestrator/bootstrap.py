@@ -117,7 +117,7 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
 
 def ask_result_store(settings: Settings) -> AskResultStore:
     """Idempotent Asks' answers, in the orchestrator's database (beside the conversations)."""
-    store = AskResultStore(settings.conversations_url())
+    store = AskResultStore(settings.conversations_url(), stale_seconds=settings.idempotency_stale_seconds)
     store.migrate()
     return store
 

@@ -66,6 +66,11 @@ class Settings(ServerSettings):
     database_url: str = ""
     # How long a conversation (its pending clarification) stays open after its last turn.
     conversation_ttl_seconds: float = 900.0
+    # An idempotent Ask's key reserved longer than this without an answer is taken over by the next
+    # call with the key: the replica that reserved it is presumed dead (killed mid-Ask). Until then a
+    # retry waits for that answer and gets ABORTED IDEMPOTENCY_KEY_IN_PROGRESS. Keep it above the
+    # longest Ask (default_deadline_seconds), or a slow Ask could be answered twice.
+    idempotency_stale_seconds: float = 120.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -84,6 +89,7 @@ class Settings(ServerSettings):
         require(self.part_workers >= 1, "part_workers must be >= 1")
         require(self.max_question_chars >= 10, "max_question_chars must be >= 10")
         require(self.conversation_ttl_seconds > 0, "conversation_ttl_seconds must be > 0")
+        require(self.idempotency_stale_seconds > 0, "idempotency_stale_seconds must be > 0")
         require(self.trace_delivery in ("background", "direct"), "trace_delivery must be background or direct")
         require(self.outbox_synchronous in ("NORMAL", "FULL"), "outbox_synchronous must be NORMAL or FULL")
 
