@@ -541,52 +541,53 @@ class RetrievalCore:
     def _prepare(self, principal: Principal, cmd: IngestCommand) -> _Prepared:
         doc = cmd.document
         if not doc.tenant_id:
-            raise InvalidArgument("MISSING_TENANT_ID", "document.tenant_id is required")
+            raise InvalidArgument("MISSING_TENANT_ID", "document.tenant_id is required", field="document.tenant_id")
         if doc.tenant_id != principal.tenant_id:
             raise PermissionDenied("TENANT_MISMATCH",
                                    "document.tenant_id must be the caller's tenant (from the token)")
         if not doc.document_id:
-            raise InvalidArgument("MISSING_DOCUMENT_ID", "document.document_id is required")
+            raise InvalidArgument("MISSING_DOCUMENT_ID", "document.document_id is required", field="document.document_id")
         if not _ID.fullmatch(doc.document_id):
             raise InvalidArgument("INVALID_DOCUMENT_ID",
-                                  "document.document_id must match [A-Za-z0-9][A-Za-z0-9._/-]{0,255}")
+                                  "document.document_id must match [A-Za-z0-9][A-Za-z0-9._/-]{0,255}", field="document.document_id")
         if doc.source_class not in SOURCE_CLASSES:
             raise InvalidArgument("UNKNOWN_SOURCE_CLASS",
-                                  f"document.source_class {doc.source_class!r} is not one of {', '.join(SOURCE_CLASSES)}")
+                                  f"document.source_class {doc.source_class!r} is not one of {', '.join(SOURCE_CLASSES)}", field="document.source_class")
         if not doc.title.strip():
-            raise InvalidArgument("MISSING_TITLE", "document.title is required")
+            raise InvalidArgument("MISSING_TITLE", "document.title is required", field="document.title")
         if cmd.text and cmd.content:
-            raise InvalidArgument("CONTENT_AND_TEXT", "give the document as text or as content (a file), not both")
+            raise InvalidArgument("CONTENT_AND_TEXT", "give the document as text or as content (a file), not both", field="content")
         status = cmd.status or APPROVED
         if status not in VERSION_STATUSES:
-            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}", field="status")
         if not cmd.roles:
-            raise InvalidArgument("MISSING_ROLES", "roles (the audience) must name at least one role")
+            raise InvalidArgument("MISSING_ROLES", "roles (the audience) must name at least one role", field="roles")
         self._check_vocabulary("roles", cmd.roles, AUDIENCE_ROLES, "UNKNOWN_ROLE")
         self._check_vocabulary("intents", cmd.intents, DOCUMENT_INTENTS, "UNKNOWN_INTENT")
         for location in cmd.location_scope:
             if not _ID.fullmatch(location):
-                raise InvalidArgument("INVALID_LOCATION_ID", f"location_scope entry {location!r} is malformed")
+                raise InvalidArgument("INVALID_LOCATION_ID", f"location_scope entry {location!r} is malformed", field="location_scope")
         locale = cmd.locale or "en"
         if not is_locale(locale):
-            raise InvalidArgument("INVALID_LOCALE", f"locale {locale!r} is not a language tag like en or nb-NO")
+            raise InvalidArgument("INVALID_LOCALE", f"locale {locale!r} is not a language tag like en or nb-NO", field="locale")
         now = utc_now()
         valid_from = cmd.valid_from or now
         if cmd.valid_to is not None and cmd.valid_to <= valid_from:
-            raise InvalidArgument("INVALID_VALIDITY_WINDOW", "valid_to must be after valid_from")
+            raise InvalidArgument("INVALID_VALIDITY_WINDOW", "valid_to must be after valid_from", field="valid_to")
 
         source, media_type, filename = self._source(cmd)
+        given_as = "content" if cmd.content else "text"  # the request field the text came from
         source_sha256 = hashlib.sha256(source).hexdigest()
         extraction_version = self._extraction_version(media_type, filename)
         extraction = self._extract(doc, source, source_sha256, media_type, filename, extraction_version)
         text = extraction.text
         if not text.strip():
-            raise InvalidArgument("EMPTY_TEXT", f"{filename}: the extracted text is empty")
+            raise InvalidArgument("EMPTY_TEXT", f"{filename}: the extracted text is empty", field=given_as)
         if len(text) > self.settings.max_document_chars:
             raise InvalidArgument("TEXT_TOO_LONG", f"{filename}: the text has {len(text)} characters; the limit is "
-                                  f"{self.settings.max_document_chars}")
+                                  f"{self.settings.max_document_chars}", field=given_as)
         if "\x00" in text:
-            raise InvalidArgument("INVALID_TEXT", "text must not contain NUL characters")
+            raise InvalidArgument("INVALID_TEXT", "text must not contain NUL characters", field=given_as)
         version_id = version_id_of(text)
         barriers = tuple(x for span in extraction.review_spans for x in (span.start, span.end))
         passages = []
@@ -623,16 +624,16 @@ class RetrievalCore:
         if cmd.content:
             if len(cmd.content) > self.settings.max_source_bytes:
                 raise InvalidArgument("SOURCE_TOO_LARGE", f"{filename}: {len(cmd.content)} bytes; the limit of one "
-                                      f"source is {self.settings.max_source_bytes} bytes (MAX_SOURCE_BYTES)")
+                                      f"source is {self.settings.max_source_bytes} bytes (MAX_SOURCE_BYTES)", field="content")
             if not cmd.media_type:
                 raise InvalidArgument("MISSING_MEDIA_TYPE", f"{filename}: content needs its media_type "
-                                      f"({', '.join(self.extractors.media_types)})")
+                                      f"({', '.join(self.extractors.media_types)})", field="media_type")
             return cmd.content, cmd.media_type, filename
         if not cmd.text.strip():
-            raise InvalidArgument("EMPTY_TEXT", "text must contain non-whitespace characters")
+            raise InvalidArgument("EMPTY_TEXT", "text must contain non-whitespace characters", field="text")
         if cmd.media_type not in ("", MARKDOWN):
             raise InvalidArgument("UNSUPPORTED_MEDIA_TYPE", f"{filename}: text is Markdown; send a "
-                                  f"{cmd.media_type} file as content")
+                                  f"{cmd.media_type} file as content", field="media_type")
         return cmd.text.encode("utf-8"), MARKDOWN, filename
 
     def _extraction_version(self, media_type: str, filename: str) -> str:
@@ -640,7 +641,7 @@ class RetrievalCore:
         try:
             extractor_version = self.extractors.get(media_type, filename).version
         except SourceError as err:
-            raise InvalidArgument(err.reason, err.message) from err
+            raise InvalidArgument(err.reason, err.message, field="content") from err
         chunker = self.chunker.extraction_version
         return f"{extractor_version};{chunker}" if extractor_version else chunker
 
@@ -658,7 +659,7 @@ class RetrievalCore:
             with stage(SERVICE, "retrieval.extract", media_type=media_type, bytes=len(source)):
                 return self.extractors.get(media_type, filename).extract(source, filename)
         except SourceError as err:
-            raise InvalidArgument(err.reason, err.message, file=filename) from err
+            raise InvalidArgument(err.reason, err.message, file=filename, field="content") from err
 
     @staticmethod
     def _stored_extraction(record: ExtractionRecord, bundle: VersionBundle) -> Extraction:
@@ -676,11 +677,11 @@ class RetrievalCore:
     def set_status(self, principal: Principal, version_id: str, status: str) -> VersionRecord:
         self._require_admin(principal)
         if not version_id:
-            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required")
+            raise InvalidArgument("MISSING_VERSION_ID", "version_id is required", field="version_id")
         if not status:
-            raise InvalidArgument("MISSING_STATUS", "status must be DRAFT, APPROVED or RETIRED")
+            raise InvalidArgument("MISSING_STATUS", "status must be DRAFT, APPROVED or RETIRED", field="status")
         if status not in VERSION_STATUSES:
-            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}", field="status")
 
         def check(old: str, new: str) -> None:
             if old != new and (old, new) not in STATUS_TRANSITIONS:
@@ -714,10 +715,10 @@ class RetrievalCore:
         self._require_admin(principal)
         ids = list(dict.fromkeys(passage_ids))
         if not ids:
-            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids")
+            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids", field="passage_ids")
         if len(ids) > self.settings.max_passages_per_request:
             raise InvalidArgument("TOO_MANY_PASSAGES",
-                                  f"at most {self.settings.max_passages_per_request} passages per request")
+                                  f"at most {self.settings.max_passages_per_request} passages per request", field="passage_ids")
         with self._write_lock:
             try:
                 found, missing, not_under_review = self.store.approve_passages(principal.tenant_id, ids,
@@ -742,26 +743,26 @@ class RetrievalCore:
     def search(self, principal: Principal, cmd: SearchCommand) -> SearchResult:
         s = self.settings
         if not cmd.query.strip():
-            raise InvalidArgument("EMPTY_QUERY", "query must contain non-whitespace text")
+            raise InvalidArgument("EMPTY_QUERY", "query must contain non-whitespace text", field="query")
         if len(cmd.query) > s.max_query_chars:
             raise InvalidArgument("QUERY_TOO_LONG",
-                                  f"query has {len(cmd.query)} characters; the limit is {s.max_query_chars}")
+                                  f"query has {len(cmd.query)} characters; the limit is {s.max_query_chars}", field="query")
         if not 1 <= cmd.k <= s.max_k:
-            raise InvalidArgument("K_OUT_OF_RANGE", f"k must be in 1..{s.max_k}, got {cmd.k}")
+            raise InvalidArgument("K_OUT_OF_RANGE", f"k must be in 1..{s.max_k}, got {cmd.k}", field="k")
         if cmd.mode not in ("hybrid", "lexical", "vector"):
-            raise InvalidArgument("INVALID_MODE", f"mode {cmd.mode!r} is not hybrid, lexical or vector")
+            raise InvalidArgument("INVALID_MODE", f"mode {cmd.mode!r} is not hybrid, lexical or vector", field="mode")
         self._check_vocabulary("scope.intents", cmd.intents, DOCUMENT_INTENTS, "UNKNOWN_INTENT")
         for location in cmd.location_ids:
             if not _ID.fullmatch(location):
-                raise InvalidArgument("INVALID_LOCATION_ID", f"scope.location_ids entry {location!r} is malformed")
+                raise InvalidArgument("INVALID_LOCATION_ID", f"scope.location_ids entry {location!r} is malformed", field="scope.location_ids")
         if cmd.locale and not is_locale(cmd.locale):
-            raise InvalidArgument("INVALID_LOCALE", f"scope.locale {cmd.locale!r} is not a language tag")
+            raise InvalidArgument("INVALID_LOCALE", f"scope.locale {cmd.locale!r} is not a language tag", field="scope.locale")
         # Applied inside both sub-queries by the backend (ScopeFilter clause 9); empty = any.
         self._check_vocabulary("scope.source_classes", cmd.source_classes, SOURCE_CLASSES, "UNKNOWN_SOURCE_CLASS")
         # Every version this process stored or rebuilt is in the in-memory view; with a shared
         # backend (several replicas on one store) another replica may have stored it: ask the store.
         if principal.tenant_id not in self._tenants and not self._shared_tenant(principal.tenant_id):
-            raise InvalidArgument("UNKNOWN_TENANT", f"tenant {principal.tenant_id!r} has no documents")
+            raise InvalidArgument("UNKNOWN_TENANT", f"tenant {principal.tenant_id!r} has no documents", field="token.tenant_id")
         locations = self._effective_locations(principal, cmd.location_ids)
         as_of = cmd.as_of or utc_now()
         scope = ScopeFilter(tenant_id=principal.tenant_id, roles=principal.roles, location_ids=locations,
@@ -924,13 +925,13 @@ class RetrievalCore:
         from the store and verified (signature, text against its version ID, passage rows); a
         failure is DATA_LOSS with the exact reason and nothing is served."""
         if not passage_ids and not spans:
-            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids or spans")
+            raise InvalidArgument("NOTHING_REQUESTED", "give passage_ids or spans", field="passage_ids")
         if len(passage_ids) + len(spans) > self.settings.max_passages_per_request:
             raise InvalidArgument("TOO_MANY_PASSAGES",
-                                  f"at most {self.settings.max_passages_per_request} passages per request")
+                                  f"at most {self.settings.max_passages_per_request} passages per request", field="passage_ids")
         for span in spans:
             if not span.version_id:
-                raise InvalidArgument("MISSING_VERSION_ID", "every span needs a version_id")
+                raise InvalidArgument("MISSING_VERSION_ID", "every span needs a version_id", field="spans.version_id")
         tenant = principal.tenant_id
         located = self.store.passage_versions(tenant, passage_ids) if passage_ids else {}
         bundles = self._verified_bundles(tenant, [*located.values(), *(s.version_id for s in spans)],
@@ -963,7 +964,7 @@ class RetrievalCore:
         if not 0 <= span.start < span.end <= version.text_length:
             raise InvalidArgument("SPAN_OUT_OF_RANGE",
                                   f"span [{span.start}, {span.end}) is not inside the version text "
-                                  f"[0, {version.text_length})")
+                                  f"[0, {version.text_length})", field="spans")
         pid = passage_id_of(version.tenant_id, version.document_id, version.version_id, span.start, span.end)
         stored = next((p for p in bundle.passages if p.passage_id == pid), None)
         if stored is not None:
@@ -1000,16 +1001,16 @@ class RetrievalCore:
     def list_versions(self, principal: Principal, document_id: str, status: str | None, page_size: int,
                       page_token: str) -> tuple[list[VersionRecord], str]:
         if page_size < 0:
-            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0")
+            raise InvalidArgument("PAGE_SIZE_OUT_OF_RANGE", "page_size must be >= 0", field="page_size")
         if status is not None and status not in VERSION_STATUSES:
-            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}")
+            raise InvalidArgument("INVALID_STATUS", f"status {status!r} is not one of {', '.join(VERSION_STATUSES)}", field="status")
         size = min(page_size or self.settings.default_page_size, self.settings.max_page_size)
         after = None
         if page_token:
             try:
                 after = decode_page_token(page_token)
             except (ValueError, KeyError, TypeError) as exc:
-                raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token was not issued by ListVersions") from exc
+                raise InvalidArgument("INVALID_PAGE_TOKEN", "page_token was not issued by ListVersions", field="page_token") from exc
         out: list[VersionRecord] = []
         more = False
         while True:
@@ -1047,5 +1048,5 @@ class RetrievalCore:
     def _check_vocabulary(field: str, values, allowed, reason: str) -> None:
         for value in values:
             if value not in allowed:
-                raise InvalidArgument(reason, f"{field} entry {value!r} is not one of {', '.join(allowed)}")
+                raise InvalidArgument(reason, f"{field} entry {value!r} is not one of {', '.join(allowed)}", field=field)
 
