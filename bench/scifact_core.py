@@ -27,7 +27,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytrec_eval  # noqa: E402
-from citetrace.embeddings import Embedder, EmbeddingCache  # noqa: E402
+from citetrace.embeddings import KERNELS, Embedder, EmbeddingCache  # noqa: E402
 
 from services.retrieval.index import (  # noqa: E402
     BM25Settings,
@@ -331,6 +331,8 @@ def main() -> None:
     )
     parser.add_argument("--cache", type=Path, default=Path(".citetrace/cache/embeddings.sqlite"))
     parser.add_argument("--out", type=Path, default=Path("bench/results/scifact_core.json"))
+    parser.add_argument("--kernels", choices=KERNELS, default="float",
+                        help="the embedding model's kernels (citetrace.embeddings): float as shipped, or integer")
     args = parser.parse_args()
 
     progress(f"loading SciFact from {args.data}")
@@ -338,7 +340,7 @@ def main() -> None:
     train = {q: r for q, r in train.items() if q in queries}
     progress(f"{len(corpus)} documents, {len(train)} train queries, {len(test)} test queries")
 
-    embedder = Embedder(max_tokens=256)
+    embedder = Embedder(max_tokens=256, kernels=args.kernels)
     embedder.warm_up()
     cache = EmbeddingCache(args.cache)
     texts = [document_text(d) for d in corpus]
@@ -387,7 +389,8 @@ def main() -> None:
     report = {
         "benchmark": "BEIR SciFact test (300 queries), in-process retrieval core",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": "PYTHONPATH=libs:. .venv/bin/python bench/scifact_core.py",
+        "command": "PYTHONPATH=libs:. .venv/bin/python bench/scifact_core.py"
+                   + ("" if args.kernels == "float" else f" --kernels {args.kernels} --out {args.out}"),
         "environment": {
             "python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),

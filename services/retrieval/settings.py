@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from citetrace.embeddings import KERNELS
 from citetrace.kit.settings import ServerSettings, require
 from citetrace.kit.sql import sqlite_url
 
@@ -54,6 +55,12 @@ class Settings(ServerSettings):
     # Texts per ONNX Runtime call when embedding passages. 1 measured fastest for 256-token passages
     # on 2 cores (bench/results/retrieval.json, raw_embedding by batch size); queries are single texts.
     embedding_batch_size: int = 1
+    # The embedding model's kernels (citetrace.embeddings): "float" runs the shipped graph (int8
+    # weights cast to float32), "integer" the same int8 weights on DynamicQuantizeMatMul. Part of the
+    # model id: switching re-embeds every passage once (the vector cache is keyed by it).
+    embedding_kernels: str = "float"
+    # ONNX Runtime intra-op threads per embedding call; 0 = the embedder's default (min(2, cores)).
+    embedding_threads: int = 0
     # Query vectors kept in memory (LRU, keyed by model id + whitespace-normalised query); a repeated
     # question skips the ~8 ms embedding. 0 disables the cache.
     query_cache_size: int = 1024
@@ -127,6 +134,9 @@ class Settings(ServerSettings):
         require(1 <= self.embedding_max_tokens <= 512, "embedding_max_tokens must be in 1..512")
         require(self.query_cache_size >= 0, "query_cache_size must be >= 0")
         require(1 <= self.embedding_batch_size <= 256, "embedding_batch_size must be in 1..256")
+        require(self.embedding_kernels in KERNELS, f"embedding_kernels must be one of {', '.join(KERNELS)}, "
+                f"got {self.embedding_kernels!r}")
+        require(0 <= self.embedding_threads <= 64, "embedding_threads must be in 0..64")
         require(self.sqlite_synchronous in ("FULL", "NORMAL"), "sqlite_synchronous must be FULL or NORMAL")
         require(self.chunk_target_chars >= 50, "chunk_target_chars must be >= 50")
         require(self.chunk_hard_limit_chars >= self.chunk_target_chars,

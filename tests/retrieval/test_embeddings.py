@@ -174,3 +174,51 @@ def test_query_vector_cache_of_size_zero_always_embeds(embedder):
     cache.embed(embedder, "When should I arrive?")
     cache.embed(embedder, "When should I arrive?")
     assert len(cache) == 0 and cache.hits == 0
+
+
+# -- integer kernels -------------------------------------------------------------------------------
+
+
+def test_integer_kernels_are_another_vector_space_and_are_validated():
+    assert Embedder(kernels="integer").model_id == f"all-MiniLM-L6-v2-int8@{MODEL_SHA256[:12]}:256:integer"
+    assert Embedder(kernels="float").model_id == Embedder().model_id
+    with pytest.raises(ValueError, match="kernels"):
+        Embedder(kernels="int4")
+
+
+def test_integer_kernel_graph_runs_every_int8_weight_matrix_on_dynamicquantizematmul():
+    import onnx
+    from citetrace.embeddings import integer_kernel_graph
+
+    shipped = onnx.load(str(default_model_path()))
+    int8 = {t.name for t in shipped.graph.initializer if t.data_type == onnx.TensorProto.INT8}
+    rewritten = integer_kernel_graph(onnx.load(str(default_model_path())))
+    ops = [n.op_type for n in rewritten.graph.node]
+    integer = [n for n in rewritten.graph.node if n.op_type == "DynamicQuantizeMatMul"]
+    # 6 layers x (query, key, value, attention output, two feed-forward) = 36 weight matrices; the two
+    # int8 embedding tables are gathered, not multiplied, and stay as shipped.
+    assert len(integer) == 36 and {n.input[1] for n in integer} <= int8
+    assert ops.count("MatMul") == shipped_matmuls_between_activations(shipped)
+    assert len(int8 - {n.input[1] for n in integer}) == 2
+
+
+def shipped_matmuls_between_activations(model) -> int:
+    """MatMuls of the shipped graph whose second input is not a cast int8 weight (attention scores)."""
+    produced_by_cast = {o for n in model.graph.node if n.op_type == "Cast" for o in n.output}
+    weights = {n.output[0] for n in model.graph.node if n.op_type == "Mul" and n.input[0] in produced_by_cast}
+    return sum(1 for n in model.graph.node if n.op_type == "MatMul" and n.input[1] not in weights)
+
+
+@pytest.mark.slow
+def test_integer_kernels_keep_a_texts_vector_independent_of_its_batch_and_close_to_float(embedder):
+    integer = Embedder(kernels="integer")
+    texts = ["Arrive 15 minutes before your appointment.", "x", " ".join(LONG_WORDS[:60]),
+             "Cancellation fee applies within 24 hours."]
+    together = integer.embed(texts, batch_size=16)
+    assert np.array_equal(together, np.stack([integer.embed_one(t) for t in texts]))
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    # Same weights, activations quantized per call: close to the float path, not equal to it.
+    cosines = (together * embedder.embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.97 and not np.allclose(cosines, 1.0, atol=1e-6)
+    pooled = np.stack([t.sentence for t in integer.encode_tokens(texts)])
+    assert np.array_equal(pooled, together)
