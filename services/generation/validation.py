@@ -6,6 +6,7 @@ import dataclasses
 import re
 
 from citetrace.kit.errors import InvalidArgument
+from citetrace.kit.validation import preview
 
 from services.generation.core import GenerationRequest
 
@@ -18,18 +19,20 @@ def checked(request: GenerationRequest, budget_passages: int, budget_chars: int)
     """The request with its question stripped, or InvalidArgument naming what is wrong."""
     question = request.question.strip()
     if not question:
-        raise InvalidArgument("EMPTY_QUESTION", "question must contain non-whitespace text")
+        raise InvalidArgument("EMPTY_QUESTION", "question must contain non-whitespace text", field="question")
     if len(question) > MAX_QUESTION_CHARS:
-        raise InvalidArgument("QUESTION_TOO_LONG", f"question has {len(question)} characters; limit {MAX_QUESTION_CHARS}")
+        raise InvalidArgument("QUESTION_TOO_LONG", f"question has {len(question)} characters; limit {MAX_QUESTION_CHARS}", field="question")
     if len(request.passages) > MAX_PASSAGES:
-        raise InvalidArgument("TOO_MANY_PASSAGES", f"{len(request.passages)} passages; limit {MAX_PASSAGES}")
-    if budget_passages < 0 or budget_chars < 0:
-        raise InvalidArgument("INVALID_BUDGET", "budget.max_passages and budget.max_chars must be >= 0")
+        raise InvalidArgument("TOO_MANY_PASSAGES", f"{len(request.passages)} passages; limit {MAX_PASSAGES}", field="passages")
+    for name, value in (("budget.max_passages", budget_passages), ("budget.max_chars", budget_chars)):
+        if value < 0:
+            raise InvalidArgument("INVALID_BUDGET", f"{name} must be >= 0", field=name)
     seen: set[str] = set()
     for i, passage in enumerate(request.passages):
         if not _LABEL.fullmatch(passage.label):
-            raise InvalidArgument("INVALID_LABEL", f"passages[{i}].label {passage.label!r} must look like S1, S2, ...")
+            raise InvalidArgument("INVALID_LABEL", f"passages[{i}].label {preview(passage.label)} must look like S1, S2, ...",
+                                  field="passages.label")
         if passage.label in seen:
-            raise InvalidArgument("DUPLICATE_LABEL", f"passages[{i}].label {passage.label} is offered twice")
+            raise InvalidArgument("DUPLICATE_LABEL", f"passages[{i}].label {passage.label} is offered twice", field="passages.label")
         seen.add(passage.label)
     return dataclasses.replace(request, question=question, attempt=max(1, request.attempt))
