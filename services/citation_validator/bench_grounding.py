@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
+import hashlib
 import json
 import os
 import platform
@@ -94,8 +96,65 @@ def published_rows(published: dict, table_ids: set[str]) -> dict:
     return rows
 
 
-def run(model, directory: Path | None = None, limit: int = 0, log=print) -> dict:
-    from services.citation_validator.support import Evidence
+class FeatureCache:
+    """The embedding features of each (claim, chunk), with the CPU milliseconds they took, kept between
+    runs (file under the ignored .citetrace/cache/): a rerun after retraining (new weights, gates or
+    thresholds) replays the shipped decision in a minute instead of re-encoding for most of an hour.
+    The precise checks are cheap and recomputed on every run; the key covers the texts and the names of
+    the embedding features, so a change of features.py misses the cache."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.items: dict[str, dict] = {}
+        self.fresh = 0
+        if path and path.is_file():
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                for line in handle:
+                    item = json.loads(line)
+                    self.items[item["key"]] = item
+
+    @staticmethod
+    def key(claim: str, text: str) -> str:
+        from services.citation_validator.support.features import EMBEDDING_FEATURES, FEATURES
+
+        blob = json.dumps([claim, text, EMBEDDING_FEATURES, FEATURES], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def decide(self, model, claim: str, text: str):
+        """(decision, CPU ms of the feature extraction: measured now, or when the entry was made)."""
+        from services.citation_validator.support import Evidence, checks
+        from services.citation_validator.support.embedded import evidence_sentences
+        from services.citation_validator.support.features import check_features, derived, vector
+
+        evidence = [Evidence(text)]
+        key = self.key(claim, text)
+        cached = self.items.get(key)
+        if cached is None:
+            t0 = time.process_time()
+            if not text.strip():
+                return model.decide(claim, evidence), (time.process_time() - t0) * 1000
+            p, report, features = model.score(claim, evidence)  # what decide() does, keeping the features
+            decision = model.verdict(p, report, features)
+            ms = (time.process_time() - t0) * 1000
+            self.items[key] = {"key": key, "features": features, "cpu_ms": ms}
+            self.fresh += 1
+            return decision, ms
+        sentences, context = evidence_sentences(evidence)
+        report = checks.check(claim, sentences, context)
+        features = {**cached["features"], **check_features(report)}
+        features = {**features, **derived(features)}
+        return model.verdict(model.weights.probability(vector(features)), report, features), cached["cpu_ms"]
+
+    def save(self) -> None:
+        if not self.path or not self.fresh:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(self.path, "wt", encoding="utf-8") as handle:
+            for item in self.items.values():
+                handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+
+
+def run(model, directory: Path | None = None, limit: int = 0, log=print, cache: Path | None = None) -> dict:
     from services.citation_validator.support.train import load_wice, wice_dir
 
     directory = directory or wice_dir()
@@ -106,20 +165,22 @@ def run(model, directory: Path | None = None, limit: int = 0, log=print) -> dict
         keep = sorted({r["meta"]["id"] for r in rows})[:limit]
         rows = [r for r in rows if r["meta"]["id"] in set(keep)]
     model.warm_up()
+    features = FeatureCache(cache)
     claims: dict[str, dict] = {}
     cpu: dict[str, float] = {}
     started = time.monotonic()
     for i, row in enumerate(rows):
         cid = row["meta"]["id"]
-        t0 = time.process_time()
-        decision = model.decide(row["claim"], [Evidence("\n\n".join(row["evidence"]))])
-        cpu[cid] = cpu.get(cid, 0.0) + (time.process_time() - t0) * 1000
+        decision, ms = features.decide(model, row["claim"], "\n\n".join(row["evidence"]))
+        cpu[cid] = cpu.get(cid, 0.0) + ms
         best = claims.get(cid)
         if best is None or (ORDER[decision.verdict], decision.score) > (ORDER[best["verdict"]], best["score"]):
             claims[cid] = {"id": cid, "gold": row["label"], "verdict": decision.verdict, "score": decision.score,
                            "reason": decision.reason}
         if (i + 1) % 200 == 0:
             log(f"  {i + 1}/{len(rows)} chunks ({time.monotonic() - started:.0f}s)")
+            features.save()
+    features.save()
     all_claims = sorted(claims.values(), key=lambda c: c["id"])
     table = [c for c in all_claims if c["id"] in table_ids]
     return {
@@ -135,6 +196,8 @@ def run(model, directory: Path | None = None, limit: int = 0, log=print) -> dict
         "cpu_ms_per_claim_median": round(statistics.median(cpu.values()), 2),
         "cpu_ms_per_chunk_mean": round(sum(cpu.values()) / max(len(rows), 1), 2),
         "chunks": len(rows),
+        "chunks_encoded_this_run": features.fresh,
+        "cpu_ms_note": "CPU of the feature extraction per chunk, measured when its features were computed",
         "seconds": round(time.monotonic() - started, 1),
         "claims": all_claims,
     }
@@ -172,11 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wice-dir", type=Path)
     parser.add_argument("--weights", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="only the first N claims (a smoke run)")
+    parser.add_argument("--features-cache", type=Path, default=ROOT / ".citetrace" / "cache" / "grounding-features.jsonl.gz",
+                        help="embedding features kept between runs ('' for none)")
     args = parser.parse_args(argv)
     from services.citation_validator.support.embedded import EmbeddedSupportModel
 
     result = run(EmbeddedSupportModel(args.weights), args.wice_dir, args.limit,
-                 log=lambda m: print(m, file=sys.stderr))
+                 log=lambda m: print(m, file=sys.stderr), cache=args.features_cache if str(args.features_cache) else None)
     print_report(result)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
