@@ -9,7 +9,8 @@ Decision:
    claim UNSUPPORTED whatever p says (its score is scaled by `gate_factor`): rules only make a
    decision more careful, never less;
 3. the review gate of a short claim (one rule): a substituted word or a clause no single sentence
-   states caps the verdict at UNRESOLVED (see _review);
+   states caps the verdict at UNRESOLVED (see review_reason); its floor and whether the one-sentence
+   test applies are in the weights file (`review`), chosen with the thresholds by train.py;
 4. otherwise p >= thresholds.supported -> SUPPORTED, p < thresholds.unsupported -> UNSUPPORTED,
    else UNRESOLVED (goes to review). The thresholds are the stated operating point on dev.
 """
@@ -48,6 +49,9 @@ class Weights:
             self.gates = frozenset(data.get("gates", ()))
             self.short_claim_gates = frozenset(data.get("short_claim_gates", ()))
             self.gate_factor = float(data.get("gate_factor", 0.3))
+            review = data.get("review", {})
+            self.review_match_floor = float(review.get("match_min_floor", 0.5))
+            self.review_semantic_local = bool(review.get("semantic_local", True))
         except (KeyError, TypeError, ValueError) as exc:
             raise WeightsError(f"support weights {path}: {exc}") from exc
         if self.features != FEATURES:
@@ -76,6 +80,20 @@ def evidence_sentences(evidence: list[Evidence]) -> tuple[list[str], str]:
     sentences = [s for e in evidence for s in checks.sentences(e.text)]
     context = " ".join(dict.fromkeys(x for e in evidence for x in (e.title, e.context) if x.strip()))
     return sentences, context
+
+
+def review_reason(features: dict[str, float], match_floor: float, semantic_local: bool) -> str:
+    """The review gate of a short claim (one rule, where every word carries the rule): a word with no
+    lexical match and no alignment of at least `match_floor` anywhere (a substitution: "juice" for
+    "water"), or (when `semantic_local`) a clause that no single sentence states (two rules merged
+    into a third). It only makes SUPPORTED careful. train.py replays it to choose the thresholds."""
+    if not is_short(features):
+        return ""
+    if features["match_min"] < match_floor:
+        return f"a word of the claim has no counterpart in the evidence (alignment {features['match_min']:.2f})"
+    if semantic_local and features.get("semantic_local", 1.0) < 1.0:
+        return "no single sentence of the evidence states the whole claim"
+    return ""
 
 
 class EmbeddedSupportModel:
@@ -113,18 +131,8 @@ class EmbeddedSupportModel:
         p, report, features = self.score(claim, evidence)
         return self.verdict(p, report, features)
 
-    @staticmethod
-    def _review(features: dict[str, float]) -> str:
-        """The review gate of a short claim (one rule, where every word carries the rule): a word with no
-        lexical match and no strong alignment anywhere (a substitution: "juice" for "water"), or a clause
-        that no single sentence states (two rules merged into a third). It only makes SUPPORTED careful."""
-        if not is_short(features):
-            return ""
-        if features["match_min"] < 0.5:
-            return f"a word of the claim has no counterpart in the evidence (alignment {features['match_min']:.2f})"
-        if features.get("semantic_local", 1.0) < 1.0:
-            return "no single sentence of the evidence states the whole claim"
-        return ""
+    def _review(self, features: dict[str, float]) -> str:
+        return review_reason(features, self.weights.review_match_floor, self.weights.review_semantic_local)
 
     def verdict(self, p: float, report: checks.CheckReport, features: dict[str, float]) -> Decision:
         w = self.weights

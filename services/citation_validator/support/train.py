@@ -23,9 +23,13 @@ row the short-claim review gate sends to review (embedded._review; its feature s
 in the feature cache for this reason):
 - `supported`: the threshold with the highest F1(supported) among those whose precision of
   SUPPORTED is >= SUPPORTED_PRECISION (the 0.60 target of issue 15 plus a margin for the dev/test
-  difference) and >= PROJECT_PRECISION on the project's tune pairs;
+  difference), >= PROJECT_PRECISION on the project's tune pairs, and under which no labelled tune
+  item labelled UNSUPPORTED is SUPPORTED;
 - `unsupported`: the highest threshold below which >= UNSUPPORTED_PRECISION of the claims are
-  not supported.
+  not supported;
+- `review`: the short-claim review gate's floor and one-sentence test (REVIEW_CONFIGS), chosen with
+  `supported` by the same rule (on WiCE dev the gate as first written, tuned on policy sentences, sent
+  most short supported claims to review).
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ PROJECT_PRECISION = 0.95
 UNSUPPORTED_PRECISION = 0.90
 REGULARISATION_C = 0.3
 GATE_FACTOR = 0.3  # a gated row's score in the threshold search (never counted as SUPPORTED)
+# The short-claim review gate (embedded.review_reason) as (match_min floor, one-sentence test), from
+# the strictest (the gate as first written for policy text: 0.5, on) to none; chosen on dev with the
+# threshold. The policy checks (POLICY_GATES) stay gates for short claims whatever is chosen here.
+REVIEW_CONFIGS = tuple((floor, local) for floor in (0.5, 0.45, 0.4, 0.35, 0.3, 0.0) for local in (True, False))
 
 
 def wice_dir() -> Path:
@@ -185,12 +193,13 @@ def is_gated(conflicts, features: dict, gates, short_gates) -> bool:
     return bool(kinds & set(gates)) or (is_short(features) and bool(kinds & set(short_gates)))
 
 
-def supportable(conflicts, features: dict, gates, short_gates) -> bool:
+def supportable(conflicts, features: dict, gates, short_gates, review: tuple[float, bool]) -> bool:
     """Whether verdict() can call this row SUPPORTED at all (given p over the threshold): not gated and
-    not sent to review by the short-claim review gate."""
-    from services.citation_validator.support.embedded import EmbeddedSupportModel
+    not sent to review by the short-claim review gate (embedded.review_reason with `review` = (floor,
+    semantic_local))."""
+    from services.citation_validator.support.embedded import review_reason
 
-    return not is_gated(conflicts, features, gates, short_gates) and not EmbeddedSupportModel._review(features)
+    return not is_gated(conflicts, features, gates, short_gates) and not review_reason(features, *review)
 
 
 def claim_level(scores: np.ndarray, groups: list[str], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -204,12 +213,15 @@ def claim_level(scores: np.ndarray, groups: list[str], labels: np.ndarray) -> tu
 
 
 def choose_thresholds(scores: np.ndarray, labels: np.ndarray, project_scores: np.ndarray,
-                      project_labels: np.ndarray, ranking_scores: np.ndarray | None = None) -> dict:
+                      project_labels: np.ndarray, ranking_scores: np.ndarray | None = None,
+                      never_supported: np.ndarray | None = None) -> dict | None:
     """scores/labels: WiCE dev claims (scores as the verdict sees them: 0 where no chunk can be
     SUPPORTED); project_*: the project's tune pairs (labelled tune half and the perturbations), whose
     SUPPORTED precision must reach PROJECT_PRECISION at the chosen threshold; ranking_scores: the
     claims' gated scores, for the UNSUPPORTED/UNRESOLVED split (a row sent to review is UNRESOLVED
-    there, not UNSUPPORTED)."""
+    there, not UNSUPPORTED); never_supported: the verdict scores of the labelled tune items labelled
+    UNSUPPORTED, none of which may reach the threshold (issue 15: no unsupported claim of the project's
+    labelled pairs called SUPPORTED). None when no threshold meets the floors."""
     ranking_scores = scores if ranking_scores is None else ranking_scores
     candidates = np.unique(scores)
     best = None
@@ -222,11 +234,12 @@ def choose_thresholds(scores: np.ndarray, labels: np.ndarray, project_scores: np
         f1 = 2 * precision * recall / (precision + recall)
         on_project = project_scores >= t
         project_precision = float((project_labels[on_project] == 1).mean()) if on_project.any() else 1.0
-        if precision >= SUPPORTED_PRECISION and project_precision >= PROJECT_PRECISION and (
+        false_accept = never_supported is not None and bool((never_supported >= t).any())
+        if precision >= SUPPORTED_PRECISION and project_precision >= PROJECT_PRECISION and not false_accept and (
                 best is None or f1 > best[1]):
             best = (float(t), f1, precision, recall, project_precision)
     if best is None:
-        raise SystemExit(f"no threshold reaches SUPPORTED precision {SUPPORTED_PRECISION} on dev")
+        return None
     low = 0.0
     for t in np.unique(ranking_scores):
         below = ranking_scores < t
@@ -263,7 +276,8 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
         if n >= GATE_MIN_FIRES and precision >= GATE_PRECISION and kind not in POLICY_GATES:
             gates.append(kind)
     gated = np.array([is_gated(r["conflicts"], r["features"], gates, POLICY_GATES) for r in rows])
-    eligible = np.array([supportable(r["conflicts"], r["features"], gates, POLICY_GATES) for r in rows])
+    best_review, thresholds = None, None
+    labelled_unsupported = np.array([r["source"] == "labelled_tune" and r["gold"] == "UNSUPPORTED" for r in rows])
     oof = np.zeros(len(rows))
     for train_idx, test_idx in GroupKFold(5).split(X, y, groups):
         scaler = StandardScaler().fit(X[train_idx])
@@ -271,14 +285,25 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
         oof[test_idx] = model.predict_proba(scaler.transform(X[test_idx]))[:, 1]
     oof_gated = np.where(gated, oof * GATE_FACTOR, oof)
     wice_groups = [g for g, w in zip(groups, wice, strict=True) if w]
+    dev_scores, dev_labels = claim_level(oof_gated[wice], wice_groups, y[wice])
+    project = ~wice
     # The score ranks (AUROC); the threshold search uses the verdict's own rule: a row that cannot be
     # SUPPORTED (gated, or sent to review) takes 0 there, so "claim score >= t" is exactly "verdict()
-    # calls one of the claim's chunks SUPPORTED at threshold t".
-    oof_verdict = np.where(eligible, oof, 0.0)
-    dev_scores, dev_labels = claim_level(oof_gated[wice], wice_groups, y[wice])
-    verdict_scores, _ = claim_level(oof_verdict[wice], wice_groups, y[wice])
-    project = ~wice
-    thresholds = choose_thresholds(verdict_scores, dev_labels, oof_verdict[project], y[project], dev_scores)
+    # calls one of the claim's chunks SUPPORTED at threshold t". The review gate's settings are chosen
+    # with the threshold (the highest dev F1 under the same precision floors; ties keep the stricter).
+    searched = []
+    for review in REVIEW_CONFIGS:
+        eligible = np.array([supportable(r["conflicts"], r["features"], gates, POLICY_GATES, review) for r in rows])
+        oof_verdict = np.where(eligible, oof, 0.0)
+        verdict_scores, _ = claim_level(oof_verdict[wice], wice_groups, y[wice])
+        found = choose_thresholds(verdict_scores, dev_labels, oof_verdict[project], y[project], dev_scores,
+                                  oof_verdict[labelled_unsupported])
+        searched.append({"match_min_floor": review[0], "semantic_local": review[1],
+                         **({"dev": found["dev"]} if found else {"dev": None})})
+        if found and (best_review is None or found["dev"]["f1"] > thresholds["dev"]["f1"]):
+            best_review, thresholds = review, found
+    if best_review is None:
+        raise SystemExit(f"no threshold reaches SUPPORTED precision {SUPPORTED_PRECISION} on dev")
     scaler = StandardScaler().fit(X)
     model = LogisticRegression(C=REGULARISATION_C, max_iter=5000).fit(scaler.transform(X), y)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
@@ -295,10 +320,12 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
         "gates": gates,
         "short_claim_gates": list(POLICY_GATES),
         "gate_factor": GATE_FACTOR,
+        "review": {"match_min_floor": best_review[0], "semantic_local": best_review[1],
+                   "searched": searched},
         "thresholds": {"supported": thresholds["supported"], "unsupported": thresholds["unsupported"]},
         "operating_point": (f"supported: highest WiCE-dev F1(supported) with SUPPORTED precision >= "
                             f"{SUPPORTED_PRECISION} there and >= {PROJECT_PRECISION} on the project's tune pairs "
-                            "(labelled tune half + perturbations); unsupported: highest threshold below which >= "
+                            "(labelled tune half + perturbations), no UNSUPPORTED labelled tune item SUPPORTED; unsupported: highest threshold below which >= "
                             f"{UNSUPPORTED_PRECISION} of WiCE-dev claims are not supported (5-fold out-of-fold, "
                             "claim = max over its chunks, decided as verdict() does: gated rows and rows the "
                             "short-claim review gate sends to review never count as SUPPORTED)"),
