@@ -148,7 +148,7 @@ class TraceSink:
     def _in_ask_trace(self, deliver):
         """Delivery in the background still belongs to the Ask's OpenTelemetry trace: RecordTrace
         and trace.record appear under the Ask's span (its trace ID is the record's trace ID)."""
-        import random
+        import secrets
 
         from opentelemetry import context as otel_context
         from opentelemetry import trace as otel_trace
@@ -166,7 +166,7 @@ class TraceSink:
                     trace_id = 0
                 if trace_id:
                     span_context = otel_trace.SpanContext(
-                        trace_id, random.getrandbits(64) or 1, is_remote=True,
+                        trace_id, secrets.randbits(64) or 1, is_remote=True,
                         trace_flags=otel_trace.TraceFlags(otel_trace.TraceFlags.SAMPLED))
             if span_context is None:
                 deliver(record)

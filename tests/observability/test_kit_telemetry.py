@@ -44,6 +44,19 @@ def test_stage_opens_a_span_and_observes_the_histogram(spans):
     assert after == before + 1
 
 
+def test_trace_ids_do_not_follow_the_random_modules_state(spans):
+    # A trace ID names an evidence record: a process whose `random` is seeded (a library, Hypothesis)
+    # must still get a new one per Ask, or the trace service refuses the second record.
+    import random
+
+    ids = []
+    for _ in range(2):
+        random.seed(0)
+        with stage("orchestrator", "orchestrator.ask"):
+            ids.append(current_trace_id())
+    assert ids[0] and ids[0] != ids[1]
+
+
 def test_stage_drops_text_attributes_and_pseudonymizes_the_tenant(spans):
     spans.clear()
     with stage("orchestrator", "orchestrator.route", question="Can I book cardiology?", text="passage",

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanProcessor
 
 from citetrace.kit.metrics import STAGE_DURATION, package_version
@@ -34,6 +35,19 @@ TENANT_ATTRIBUTES = frozenset({"tenant", "tenant_id"})
 _warned: set[str] = set()
 
 
+class UrandomIdGenerator(IdGenerator):
+    """Trace and span IDs from os.urandom. A trace ID names an Ask's evidence record, so it must not
+    follow the process's `random` state (OpenTelemetry's default generator does): anything in the
+    process that seeds `random` (a library, a test framework) would repeat IDs, and the trace service
+    refuses a second, different record under one ID (TRACE_ID_CONFLICT)."""
+
+    def generate_span_id(self) -> int:
+        return int.from_bytes(os.urandom(8), "big") or 1
+
+    def generate_trace_id(self) -> int:
+        return int.from_bytes(os.urandom(16), "big") or 1
+
+
 def setup_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
     """Installs the process-wide tracer provider once. Exports over OTLP/gRPC when
     OTEL_EXPORTER_OTLP_ENDPOINT is set; an explicit exporter (tests) is added as well."""
@@ -45,7 +59,7 @@ def setup_tracing(service_name: str, exporter: SpanExporter | None = None) -> Tr
                 "service.namespace": "citetrace",
                 "service.version": package_version(),
             })
-            _provider = TracerProvider(resource=resource)
+            _provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
             if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
                 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 

@@ -1,0 +1,60 @@
+"""The fuzz suite (issue 17 §3, tests/fuzzing.py) over the orchestrator's RPC (Ask), over real gRPC with
+a real trace service behind it (the other downstream services are dead ports, so every policy or slot
+part meets an unavailable source): generated, mutated and raw requests with tokens of every role and
+invalid ones. Never INTERNAL/UNKNOWN, never a hang past the deadline, INVALID_ARGUMENT names its
+field, a failed Ask leaves no conversation turn and no idempotency record, and the orchestrator is
+still SERVING afterwards.
+
+A refused or failed Ask leaves its evidence record by design (issue 16 §4): the trace outbox and the
+trace store are therefore not among the counted tables."""
+
+from __future__ import annotations
+
+import socket
+
+import fuzzing
+import grpc
+import pytest
+from citetrace.kit.testing import serving
+from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.orchestrator.bootstrap import build_spec as orchestrator_spec
+from services.orchestrator.settings import Settings
+from services.trace.bootstrap import build_spec as trace_spec
+from services.trace.settings import Settings as TraceSettings
+
+SERVICE = pb.DESCRIPTOR.services_by_name["OrchestratorService"]
+TENANT = "acme-health"
+REGRESSIONS = (
+    fuzzing.Regression("Ask", pb.AskRequest(question="When should I arrive?", as_of=Timestamp(seconds=1, nanos=-1))
+                       .SerializeToString(), "patient", "a negative-nanos Timestamp was INTERNAL (issue 17)"),
+    fuzzing.Regression("Ask", pb.AskRequest(question="When should I arrive?", locale="e" * 5000).SerializeToString(),
+                       "patient", "a 5,000-character locale was 'policy documents can't be reached' (issue 17)"),
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def world(auth, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fuzz-orchestrator")
+    dead = f"127.0.0.1:{_free_port()}"
+    with serving(trace_spec(TraceSettings(port=0, metrics_port=-1, data_dir=tmp / "trace", retrieval_target="")),
+                 auth) as trace:
+        settings = Settings(port=0, metrics_port=-1, data_dir=tmp / "orch", scheduler_gateway_target=dead,
+                            trace_target=trace.address, retrieval_target=dead, generation_target=dead,
+                            citation_validator_target=dead)
+        with serving(orchestrator_spec(settings, auth), auth) as orch, grpc.insecure_channel(orch.address) as channel:
+            seeds = {"Ask": pb.AskRequest(question="When should I arrive for my MRI at Northside?",
+                                          location_id="acme-northside", locale="en", idempotency_key="fuzz-key-1")}
+            counted = fuzzing.sqlite_counts(settings.data_dir / "orchestrator" / "conversations.sqlite")
+            yield fuzzing.World(channel, SERVICE, auth, TENANT, counted, seeds=seeds, locations=("acme-northside",),
+                                patient_ref="pat-1", timeout=20)
+
+
+test_generated, test_mutated, test_raw, test_regressions, test_still_serving = fuzzing.suite(REGRESSIONS)
