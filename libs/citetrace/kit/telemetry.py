@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanProcessor
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from citetrace.kit.metrics import STAGE_DURATION, package_version
 
