@@ -516,7 +516,13 @@ class RetrievalCore:
                     outcome = dataclasses.replace(outcome, extraction=item.extraction,
                                                   extraction_version=item.version.extraction_version)
                     results.append(outcome)
-                    if outcome.created or outcome.reextracted:
+                    # A replay of a stored version is indexed again on a shared backend: the first
+                    # attempt may have committed and then failed before its index write (the backend
+                    # unavailable, the replica killed), and its retry must not leave the version
+                    # unsearchable on every replica. Identical passages are no-ops there. A process-local
+                    # index is written under this process's lock and rebuilt at start, so it needs none.
+                    replay = not (outcome.created or outcome.reextracted) and not self._process_local_index
+                    if outcome.created or outcome.reextracted or replay:
                         if outcome.reextracted:
                             self.backend.remove_version(item.version.tenant_id, item.version.version_id)
                         to_index.append((outcome.version, item.text, outcome.passages))

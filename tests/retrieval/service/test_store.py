@@ -112,3 +112,51 @@ def test_replicas_on_one_store_and_a_shared_backend_see_each_others_writes(tmp_p
     finally:
         reader_replica.close()
         writer_replica.close()
+
+
+def test_a_retried_ingest_whose_index_write_failed_makes_the_version_searchable(tmp_path):
+    """Issue 21 point 3: the store commits before the shared index is written, so an ingest can
+    fail after its commit (the backend unavailable, the replica killed). Its retry replays the stored
+    version (created False) and must index it again, or no replica ever finds it."""
+    from citetrace.kit.auth import Principal
+    from citetrace.kit.errors import Unavailable
+
+    from services.retrieval import bootstrap
+    from services.retrieval.core import IngestCommand, SearchCommand
+    from services.retrieval.index import EmbeddedIndex
+    from services.retrieval.settings import Settings
+    from services.retrieval.store.records import DocumentRecord
+
+    class FlakySharedBackend:  # a shared index whose next upsert fails once
+        name = "shared"
+        process_local = False
+
+        def __init__(self):
+            self.inner = EmbeddedIndex()
+            self.fail_next_upsert = False
+
+        def upsert(self, passages):
+            if self.fail_next_upsert:
+                self.fail_next_upsert = False
+                raise Unavailable("SEARCH_BACKEND_UNAVAILABLE", "injected: the index write failed")
+            return self.inner.upsert(passages)
+
+        def __getattr__(self, attribute):
+            return getattr(self.inner, attribute)
+
+    backend = FlakySharedBackend()
+    core = bootstrap.build(Settings(port=0, metrics_port=-1, data_dir=tmp_path), backend=backend).core
+    core.warm_up()
+    try:
+        admin = Principal("t-retry", "admin", ("policy_admin",))
+        command = IngestCommand(DocumentRecord("t-retry", "doc", "handbook", "Retried", ""),
+                                "Bring your insurance card.", None, T2025, None, ("patient",), (), ("other",), "en")
+        backend.fail_next_upsert = True
+        with pytest.raises(Unavailable):
+            core.ingest(admin, command)
+        retried = core.ingest(admin, command)
+        assert not retried.created  # the first attempt's commit stands; the retry replays it
+        hits = core.search(Principal("t-retry", "p", ("patient",)), SearchCommand("insurance card", 5)).hits
+        assert [h.version.version_id for h in hits] == [retried.version.version_id]
+    finally:
+        core.close()
