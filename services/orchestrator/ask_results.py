@@ -155,12 +155,14 @@ class ProtoAskResults:
         if stored is None:
             return None
         response = pb.AskResponse.FromString(stored.response)
+        response.replayed = True  # told to the retry: the answer of the Ask that completed first
         return response, response.trace_delivered
 
     def complete(self, tenant_id: str, key: str, trace_id: str, response, delivered: bool) -> None:
         copy = type(response)()
         copy.CopyFrom(response)
         copy.trace_delivered = delivered
+        copy.replayed = False
         self.store.complete(tenant_id, checked_key(key), trace_id, copy.SerializeToString())
 
     def release(self, tenant_id: str, key: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
@@ -86,8 +87,11 @@ def understanding(settings: Settings, lexicon) -> QuestionAnalyzer:
     return QuestionAnalyzer(encoder, lexicon=lambda clause: detect_intents(clause, lexicon))
 
 
-def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink) -> Orchestrator:
-    """The use case with its stages and part handlers (no network until the first Ask)."""
+def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink,
+               before_commit: Callable[[], None] | None = None) -> Orchestrator:
+    """The use case with its stages and part handlers (no network until the first Ask).
+    `before_commit` (tests only) runs inside each conversation turn's transaction just before its
+    deadline check and commit: a slowed commit."""
     lexicon = load_lexicon()
     answerer = GroundedAnswerer(downstream.generation, downstream.validator, max_passages=settings.context_max_passages,
                                 max_chars=settings.context_max_chars, max_regenerations=settings.max_regenerations)
@@ -110,7 +114,8 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
                     max_question_chars=settings.max_question_chars,
                     as_of_skew_seconds=settings.as_of_skew_seconds),
         CallPolicy(call_timeout_seconds=settings.call_timeout_seconds),
-        ConversationStore(settings.conversations_url(), settings.conversation_ttl_seconds),
+        ConversationStore(settings.conversations_url(), settings.conversation_ttl_seconds,
+                          before_commit=before_commit),
         ChangePlanner(detect_change, settings.slot_horizon_days),
         ProtoAskResults(ask_result_store(settings)))
 
@@ -130,9 +135,10 @@ def default_auth() -> AuthSettings | None:
 
 
 def build_servicer(settings: Settings, auth: AuthSettings | None = None, *, downstream: Downstream | None = None,
-                   trace_sink: DeliveringTraceSink | None = None) -> OrchestratorServicer:
+                   trace_sink: DeliveringTraceSink | None = None,
+                   before_commit: Callable[[], None] | None = None) -> OrchestratorServicer:
     sink = trace_sink if trace_sink is not None else grpc_trace_sink(settings, auth)
-    core = build_core(settings, downstream or grpc_downstream(settings, auth), sink)
+    core = build_core(settings, downstream or grpc_downstream(settings, auth), sink, before_commit)
     return OrchestratorServicer(core, sink)
 
 

@@ -11,10 +11,12 @@ in production (CITETRACE_ORCHESTRATOR_DATABASE_URL), opened and migrated through
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as sa
 from citetrace.kit import sql as kit_sql
+from citetrace.kit.context import check_deadline
 
 from services.orchestrator.core.conversation import Conversation, Pending, new_conversation_id
 
@@ -37,9 +39,13 @@ CONVERSATIONS = sa.Table(
 
 
 class ConversationStore:
-    def __init__(self, url: str, ttl_seconds: float = 900.0) -> None:
+    def __init__(self, url: str, ttl_seconds: float = 900.0, *,
+                 before_commit: Callable[[], None] | None = None) -> None:
+        """`before_commit` is a test seam (never a setting): called inside a turn's transaction just
+        before the deadline check and the commit, so a test can slow the commit down."""
         self.engine = kit_sql.make_engine(url, sqlite_synchronous="NORMAL")
         self.ttl = dt.timedelta(seconds=ttl_seconds)
+        self._before_commit = before_commit
         kit_sql.alembic_upgrade(self.engine, "orchestrator", MIGRATIONS)
 
     def close(self) -> None:
@@ -74,6 +80,11 @@ class ConversationStore:
                     conversation_id=conversation_id, tenant_id=tenant_id, principal_ref=principal_ref,
                     created_at=now, updated_at=now, expires_at=now + self.ttl, turns=1, last_trace_id=trace_id,
                     pending=pending.to_json()))
+            if self._before_commit is not None:
+                self._before_commit()
+            # The Ask's first commit of its own: past the caller's deadline it rolls back and the
+            # Ask fails DEADLINE_EXCEEDED (its key given back, its failure recorded) (issue 17 §4).
+            check_deadline("conversation turn")
 
     def purge_expired(self, now: dt.datetime | None = None) -> int:
         now = now or dt.datetime.now(dt.UTC)

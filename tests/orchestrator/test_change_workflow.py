@@ -275,6 +275,8 @@ def test_a_retried_ask_with_its_key_replays_the_answer_and_proposes_once(tmp_pat
     first = core.ask(AskRequest(PATIENT, question, AS_OF, idempotency_key="retry-1"))
     again = core.ask(AskRequest(PATIENT, question, AS_OF, idempotency_key="retry-1"))
     first.response.trace_delivered = first.trace_delivered  # as the servicer sets it
+    assert again.response.replayed and not first.response.replayed  # the retry is told (issue 17 §4)
+    first.response.replayed = True
     assert again.response == first.response and again.result is None and again.trace_delivered
     assert list(again.response.proposal_ids) == list(first.response.proposal_ids)
     assert len(ports.scheduler.proposed) == 1 and len(sink.records) == 1

@@ -93,7 +93,7 @@ class AnswerPart(_message.Message):
     def __init__(self, part_id: _Optional[str] = ..., kind: _Optional[_Union[_route_pb2.PartKind, str]] = ..., outcome: _Optional[_Union[_common_pb2.PartOutcome, str]] = ..., answer_text: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[AnsweredClaim, _Mapping]]] = ..., withheld: _Optional[_Iterable[_Union[WithheldClaim, _Mapping]]] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., slots_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., clarification_question: _Optional[str] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingSource, _Mapping]]] = ..., policy_link: _Optional[str] = ..., appointments: _Optional[_Iterable[_Union[_appointments_pb2.Appointment, _Mapping]]] = ..., proposal: _Optional[_Union[_appointments_pb2.Proposal, _Mapping]] = ...) -> None: ...
 
 class AskResponse(_message.Message):
-    __slots__ = ("trace_id", "parts", "next_action", "route", "trace_delivered", "conversation_id", "proposal_ids", "as_of")
+    __slots__ = ("trace_id", "parts", "next_action", "route", "trace_delivered", "conversation_id", "proposal_ids", "as_of", "replayed")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +102,7 @@ class AskResponse(_message.Message):
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     PROPOSAL_IDS_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
     parts: _containers.RepeatedCompositeFieldContainer[AnswerPart]
     next_action: _common_pb2.NextAction
@@ -110,4 +111,5 @@ class AskResponse(_message.Message):
     conversation_id: str
     proposal_ids: _containers.RepeatedScalarFieldContainer[str]
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, trace_id: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[AnswerPart, _Mapping]]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., trace_delivered: _Optional[bool] = ..., conversation_id: _Optional[str] = ..., proposal_ids: _Optional[_Iterable[str]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    replayed: bool
+    def __init__(self, trace_id: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[AnswerPart, _Mapping]]] = ..., next_action: _Optional[_Union[_common_pb2.NextAction, str]] = ..., route: _Optional[_Union[_route_pb2.RouteDecision, _Mapping]] = ..., trace_delivered: _Optional[bool] = ..., conversation_id: _Optional[str] = ..., proposal_ids: _Optional[_Iterable[str]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
