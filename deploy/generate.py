@@ -557,6 +557,10 @@ def k8s_files() -> dict[str, str]:
             "CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS=https://opensearch.search.svc:9200",
             "CITETRACE_RETRIEVAL_OPENSEARCH_USERNAME=citetrace",
             "CITETRACE_RETRIEVAL_OPENSEARCH_REPLICAS=1",
+            # Several retrieval pods share the index (and a rolling update runs two at once): a
+            # rebuild on start would switch the alias away from what the other pods wrote meanwhile.
+            # Rebuild with `citetrace index rebuild` while nothing is ingested (ARCHITECTURE.md).
+            "CITETRACE_RETRIEVAL_OPENSEARCH_REBUILD_ON_START=false",
         ]}]} if "opensearch_hosts" in settings_fields(_info("retrieval")) else {}),
         "patches": [
             {"target": {"kind": "HorizontalPodAutoscaler"},

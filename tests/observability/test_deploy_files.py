@@ -435,3 +435,18 @@ def test_the_orchestrators_durable_state_is_on_a_persistent_volume_and_in_postgr
     assert any("not a StatefulSet" in p for p in problems)
     assert any("['emptyDir'], not a PV" in p for p in problems)
     assert any("DATABASE_URL (conversations) not from a required Secret" in p for p in problems)
+
+
+def test_retrieval_pods_sharing_an_opensearch_index_do_not_rebuild_it_on_start(rendered):
+    """Issue 21 point 3: where retrieval searches OpenSearch (the prod overlay), several pods (and a
+    rolling update's old and new pod) share the index; a rebuild on start switches the alias away
+    from what the other pods wrote meanwhile, so OPENSEARCH_REBUILD_ON_START must be false there."""
+    target, docs = rendered
+    env, from_secrets = pod_env(docs, workloads(docs)["retrieval"])
+    cls, prefix = settings_class(BY_DNS["retrieval"])
+    secrets = {name: "from-a-secret" for name in from_secrets}  # the password, the database URL
+    settings = load_settings(cls, prefix, {**env, **secrets})
+    if settings.backend == "opensearch":
+        assert settings.opensearch_rebuild_on_start is False, target
+    else:
+        assert target != "overlays/prod", "the prod overlay searches OpenSearch"
