@@ -64,14 +64,16 @@ class SchedulerGateway:
 
 
 def build(settings: Settings, *, source: SlotSource | None = None, clock: Callable | None = None,
-          auth: AuthSettings | None = None) -> SchedulerGateway:
+          auth: AuthSettings | None = None, before_commit: Callable[[], None] | None = None) -> SchedulerGateway:
     """The service; `source` replaces the SQL system of record (e.g. another adapter) and `clock`
     the wall clock (tests), without any change elsewhere. Appointments and proposals need the SQL
     source (a confirmation changes slots and appointments in one transaction); with another
     source their RPCs are UNIMPLEMENTED. `auth` signs the service tokens that deliver action events
-    to trace; without a signing key they stay queued."""
+    to trace; without a signing key they stay queued. `before_commit` (tests only) runs inside every
+    scheduling write of the SQL source just before its deadline check and commit: a slowed commit."""
     if source is None:
-        source = SqlSlotSource(settings.database_url or default_database_url(settings.data_dir))
+        source = SqlSlotSource(settings.database_url or default_database_url(settings.data_dir),
+                               before_commit=before_commit)
     limits = Limits(
         max_range_days=settings.max_range_days,
         default_range_days=settings.default_range_days,

@@ -6,7 +6,7 @@ import datetime as dt
 import functools
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from citetrace.kit.errors import Unavailable
 from sqlalchemy import Engine, and_, func, literal, or_, select, union_all, update
@@ -54,8 +54,11 @@ def unavailable_on_db_error(method):
 
 
 class SqlSlotSource:
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, *, before_commit: Callable[[], None] | None = None) -> None:
+        """`before_commit` (tests only) runs inside every scheduling write just before its deadline
+        check and commit (sql_tx.idempotent_write): a slowed commit."""
         self.database_url = database_url
+        self.before_commit = before_commit
         self._engine: Engine | None = None
 
     @property
@@ -234,7 +237,8 @@ class SqlSlotSource:
             return Completed(outcome, codec.confirm_outcome_to_json(outcome))
 
         try:
-            return idempotent_write(self.engine, tenant_id, idempotency, now, work, codec.confirm_outcome_from_json)
+            return idempotent_write(self.engine, tenant_id, idempotency, now, work, codec.confirm_outcome_from_json,
+                                    self.before_commit)
         except IntegrityError:
             # Only reachable if the slot was booked outside the version protocol: still no double booking.
             with self.engine.connect() as conn:

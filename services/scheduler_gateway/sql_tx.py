@@ -89,7 +89,9 @@ def writer_turn(engine: Engine) -> contextlib.AbstractContextManager:
 
 def idempotent_write(engine: Engine, tenant_id: str, idem: Idempotency | None, now: dt.datetime,
                      work: Callable[[Connection], Completed[T] | Unremembered[T]],
-                     decode: Callable[[dict[str, Any]], T]) -> T:
+                     decode: Callable[[dict[str, Any]], T], before_commit: Callable[[], None] | None = None) -> T:
+    """`before_commit` is a test seam (never a setting): called inside the transaction just before
+    the deadline check and the commit, so a test can slow the commit down."""
     try:
         with writer_turn(engine), engine.connect().execution_options(**s.WRITE) as conn, conn.begin():
             if idem is not None:
@@ -106,6 +108,8 @@ def idempotent_write(engine: Engine, tenant_id: str, idem: Idempotency | None, n
                     conn.execute(s.idempotency_keys.update().where(keyed).values(result=outcome.stored))
                 else:
                     conn.execute(s.idempotency_keys.delete().where(keyed))
+            if before_commit is not None:
+                before_commit()
             # A caller that has given up must not find its booking or proposal made later (issue 17 §4):
             # raising here rolls the change, its event and its idempotency key back together.
             check_deadline("scheduling write")

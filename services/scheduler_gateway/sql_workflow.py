@@ -199,7 +199,8 @@ class SqlWorkflowStore:
             _event(conn, EVENT_PROPOSED, record, new.created_by_ref, new.created_at)
             return Completed(record, codec.proposal_to_json(record))
 
-        return idempotent_write(self.engine, new.tenant_id, idem, new.created_at, work, codec.proposal_from_json)
+        return idempotent_write(self.engine, new.tenant_id, idem, new.created_at, work, codec.proposal_from_json,
+                                self.source.before_commit)
 
     def _locked_proposal(self, conn: Connection, tenant_id: str, proposal_id: str) -> ProposalRecord:
         row = conn.execute(
@@ -235,7 +236,7 @@ class SqlWorkflowStore:
             return Completed(outcome, codec.proposal_outcome_to_json(outcome))
 
         outcome = idempotent_write(self.engine, decision.tenant_id, idem, decision.now, work,
-                                   codec.proposal_outcome_from_json)
+                                   codec.proposal_outcome_from_json, self.source.before_commit)
         if outcome is None:
             raise ProposalExpired(decision.proposal_id)
         return outcome
@@ -251,7 +252,8 @@ class SqlWorkflowStore:
                               event=EVENT_REJECTED)
             return Completed(ended, codec.proposal_to_json(ended))
 
-        record = idempotent_write(self.engine, decision.tenant_id, idem, decision.now, work, codec.proposal_from_json)
+        record = idempotent_write(self.engine, decision.tenant_id, idem, decision.now, work, codec.proposal_from_json,
+                                  self.source.before_commit)
         if record is None:
             raise ProposalExpired(decision.proposal_id)
         return record

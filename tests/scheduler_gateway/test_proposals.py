@@ -337,3 +337,54 @@ def test_a_scheduling_write_past_its_callers_deadline_commits_nothing(sqlite_url
         idempotent_write(engine, "t-deadline", idem, now, work, lambda stored: stored)
     assert counts() == (1, 1)
     engine.dispose()
+
+
+def test_a_booking_whose_commit_outlives_the_callers_deadline_is_not_made_over_grpc(auth, sqlite_url):
+    """Issue 17 §4 over real gRPC: a ConfirmSlot whose commit is slowed (the bootstrap's before_commit
+    test seam) past its caller's deadline is DEADLINE_EXCEEDED and books nothing (no appointment, no
+    outbox event, no idempotency key, the slot still free); the retry under the same key books once."""
+    import threading
+    import time
+
+    from citetrace.kit.context import remaining_seconds
+    from citetrace.kit.testing import serving
+    from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
+
+    from services.scheduler_gateway.bootstrap import build_spec
+    from services.scheduler_gateway.settings import Settings
+
+    from .conftest import FixedClock, load, world
+
+    slow, slept = threading.Event(), threading.Event()
+
+    def before_commit():
+        if slow.is_set():  # hold the commit until the caller's deadline has passed
+            time.sleep(max(remaining_seconds() or 0.0, 0.0) + 0.3)
+            slept.set()
+
+    def counts() -> tuple[int, int, int]:
+        return (len(rows(sqlite_url, schema.appointments)), len(rows(sqlite_url, schema.action_events_outbox)),
+                len(rows(sqlite_url, schema.idempotency_keys)))
+
+    load(sqlite_url, world())
+    spec = build_spec(Settings(port=0, metrics_port=-1, database_url=sqlite_url, expiry_sweep_seconds=0),
+                      clock=FixedClock(NOW), before_commit=before_commit)
+    request = pb.ConfirmSlotRequest(slot_id="ns-1", expected_version=1, idempotency_key="k-late-booking")
+    md = patient(auth, "pat-1")
+    with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
+        stub = pb_grpc.SchedulerGatewayServiceStub(channel)
+        before = counts()
+        slow.set()
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.ConfirmSlot(request, timeout=1.0, metadata=md)
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert slept.wait(5)
+        slow.clear()
+        time.sleep(0.3)  # the handler runs on past the client's deadline; let it end
+        assert counts() == before
+        assert slot_state(sqlite_url, "ns-1")[0] == "free"
+
+        booked = stub.ConfirmSlot(request, timeout=TIMEOUT, metadata=md)
+        again = stub.ConfirmSlot(request, timeout=TIMEOUT, metadata=md)
+        assert booked.appointment_id and again.appointment_id == booked.appointment_id
+        assert counts() == (before[0] + 1, before[1] + 1, before[2] + 1)
