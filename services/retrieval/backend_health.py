@@ -6,7 +6,8 @@ and records it in citetrace_search_backend_health{status} (1 for the current sta
 others) and citetrace_search_backend_nodes. It tells the runner whether the service can serve:
 NOT_SERVING only while the backend is red or unreachable (searches would fail or miss passages);
 a yellow cluster (a node and its replicas gone, every primary still assigned) keeps SERVING, since
-searches are complete and the client's retries move to the live nodes. Transitions are logged.
+searches are complete and the client's retries move to the live nodes; so is a cluster electing a
+new manager (OpenSearchBackend.health reports it yellow). Transitions are logged.
 """
 
 from __future__ import annotations

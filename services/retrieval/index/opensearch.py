@@ -361,12 +361,21 @@ class OpenSearchBackend(FusedSearch):
         if newest >= generation:
             newest_stamp, _, newest_counter = newest.rpartition("-")
             generation = f"{max(stamp, newest_stamp)}-{int(newest_counter) + 1:03d}"
-        self._call(
-            "create index",
-            self.client.indices.create,
-            index=self.config.index_name(generation),
-            body=index_body(self.config, generation),
-        )
+        index = self.config.index_name(generation)
+        sent = []
+
+        def create():
+            # Not idempotent: a create that timed out may still have happened (a busy cluster manager),
+            # so the retry's "already exists" for this never-reused name is that create's success.
+            try:
+                sent.append(index)
+                self.client.indices.create(index=index, body=index_body(self.config, generation))
+            except TransportError as exc:
+                if len(sent) > 1 and exc.error == "resource_already_exists_exception":
+                    return
+                raise
+
+        self._call("create index", create)
         self._call(
             "wait for index",
             self.client.cluster.health,
@@ -664,22 +673,46 @@ class OpenSearchBackend(FusedSearch):
         return self._bulk_by_id("delete", [({"delete": {"_index": target, "_id": pid}}, None) for pid in ids])
 
     def health(self) -> BackendHealth:
-        """The live index's health from whichever node answers (cluster-level before the first
-        generation exists); "unreachable" when none does. One attempt, a short timeout: a sample."""
+        """The live index's health (cluster-level before the first generation exists) as a node
+        that is part of the cluster sees it; "unreachable" when no node answers. A sample: at most one
+        request per host, a short timeout, no backoff.
+
+        ``local=true`` lets a node answer while the cluster elects a new manager; but a node that
+        has not joined (just restarted) has the index metadata without its shard table and calls it
+        red, so a reply without ``discovered_cluster_manager`` is not taken: the next host is asked
+        (the client rotates through them). When every node that answers is without a manager the
+        status is yellow: searches are still answered (only writes are blocked)."""
         timeout = min(self.config.timeout_seconds, 5.0)
-        try:
-            # A missing index is answered 408 "timed_out" (without timeout=0s, after waiting 30 s for it).
-            reply = self.client.cluster.health(index=self.config.alias, local=True, timeout="0s",
-                                               request_timeout=timeout, ignore=(404, 408))
-            if reply.get("timed_out") or "status" not in reply:
-                reply = self.client.cluster.health(local=True, request_timeout=timeout)
-        except Exception as exc:  # a sample: any failure means no node answered usefully
-            return BackendHealth("unreachable", detail=_short(exc))
-        status = reply.get("status")
-        if status not in ("green", "yellow", "red"):
-            return BackendHealth("unreachable", detail=f"unexpected cluster health {status!r}")
-        return BackendHealth(status, nodes=int(reply.get("number_of_nodes", 0)),
-                             detail=f"{reply.get('unassigned_shards', 0)} unassigned shards")
+        failure: Exception | None = None
+        managerless = None
+        for _ in self.config.hosts:
+            try:
+                reply = self._health_reply(timeout)
+            except OSConnectionError as exc:  # the failed node is marked dead: the next call goes elsewhere
+                failure = exc
+                continue
+            except Exception as exc:  # any other failure: no node answered usefully
+                return BackendHealth("unreachable", detail=_short(exc))
+            if not reply.get("discovered_cluster_manager", reply.get("discovered_master", True)):
+                managerless = reply
+                continue
+            status = reply.get("status")
+            if status not in ("green", "yellow", "red"):
+                return BackendHealth("unreachable", detail=f"unexpected cluster health {status!r}")
+            return BackendHealth(status, nodes=int(reply.get("number_of_nodes", 0)),
+                                 detail=f"{reply.get('unassigned_shards', 0)} unassigned shards")
+        if managerless is not None:
+            return BackendHealth("yellow", nodes=int(managerless.get("number_of_nodes", 0)),
+                                 detail="no elected cluster manager: searches answer, writes wait")
+        return BackendHealth("unreachable", detail=_short(failure))
+
+    def _health_reply(self, timeout: float) -> dict:
+        # A missing index is answered 408 "timed_out" (without timeout=0s, after waiting 30 s for it).
+        reply = self.client.cluster.health(index=self.config.alias, local=True, timeout="0s",
+                                           request_timeout=timeout, ignore=(404, 408))
+        if reply.get("timed_out") or "status" not in reply:
+            reply = self.client.cluster.health(local=True, request_timeout=timeout)
+        return reply
 
     def candidate_lists(self, query: SearchQuery) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """The lexical and the vector (passage_id, score) lists of ``query.fusion.mode``, both
@@ -710,7 +743,9 @@ class OpenSearchBackend(FusedSearch):
             responses = self.client.msearch(body=body)["responses"]
             for response in responses:
                 if "error" in response:
-                    if response.get("status") in TRANSIENT_STATUS:
+                    # 5xx: the cluster's failure (e.g. "all shards failed" while a node dies), not the
+                    # query's: retried like a transport-level 503. 4xx: the query itself was refused.
+                    if response.get("status") in TRANSIENT_STATUS or response.get("status", 500) >= 500:
                         raise _Transient(_error_text(response["error"]))
                     raise RuntimeError(f"OpenSearch refused a search: {_error_text(response['error'])}")
                 incomplete = _incomplete(response)
