@@ -251,9 +251,11 @@ def embedding_text(heading_context: str, text: str) -> str:
     return f"{heading_context}\n{text}" if heading_context else text
 
 
+def _deadline_check(rpc: str) -> Callable[[], None]:
+    """What a store write runs just before its commit: past the caller's deadline it raises and the
+    write rolls back (issue 17 §4)."""
+    return lambda: check_deadline(rpc)
 
-def _deadline_check() -> None:
-    check_deadline("IngestDocument")
 
 class RetrievalCore:
     """Built by services/retrieval/bootstrap.py, which chooses the store, backend, model and extractors."""
@@ -506,7 +508,7 @@ class RetrievalCore:
                                                     item.version.ingested_at,
                                                     compare_valid_from=item.explicit_valid_from,
                                                     extraction=item.extraction_record,
-                                                    before_commit=_deadline_check)
+                                                    before_commit=_deadline_check("IngestDocument"))
                     except VersionConflict as err:
                         results.append(FailedPrecondition(err.reason, err.message))
                         continue
@@ -697,7 +699,8 @@ class RetrievalCore:
 
         with self._write_lock:
             try:
-                result = self.store.set_status(principal.tenant_id, version_id, status, utc_now(), check)
+                result = self.store.set_status(principal.tenant_id, version_id, status, utc_now(), check,
+                                               before_commit=_deadline_check("SetVersionStatus"))
             except IntegrityFailure as failure:
                 raise self._refuse(failure) from None
             if result is None:
@@ -727,8 +730,9 @@ class RetrievalCore:
                                   f"at most {self.settings.max_passages_per_request} passages per request", field="passage_ids")
         with self._write_lock:
             try:
-                found, missing, not_under_review = self.store.approve_passages(principal.tenant_id, ids,
-                                                                               principal.subject, utc_now())
+                found, missing, not_under_review = self.store.approve_passages(
+                    principal.tenant_id, ids, principal.subject, utc_now(),
+                    before_commit=_deadline_check("ApprovePassages"))
             except IntegrityFailure as failure:  # a version changed outside the service is never re-signed
                 raise self._refuse(failure) from failure
             if missing:  # nothing was approved: all or none

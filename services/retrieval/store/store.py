@@ -432,9 +432,11 @@ class Store:
         return sorted(changed, key=lambda v: v.version_id)
 
     def set_status(self, tenant_id: str, version_id: str, status: str, now: datetime,
-                   check: Callable[[str, str], None]) -> tuple[VersionRecord, VersionRecord, list[VersionRecord]] | None:
+                   check: Callable[[str, str], None], before_commit: Callable[[], None] = lambda: None,
+                   ) -> tuple[VersionRecord, VersionRecord, list[VersionRecord]] | None:
         """Changes a version's status in one transaction. `check(old_status, new_status)` raises on an
-        illegal move. Returns (before, after, superseded) or None when the version does not exist."""
+        illegal move; `before_commit` runs just before the commit (raising rolls the change back).
+        Returns (before, after, superseded) or None when the version does not exist."""
         with self._session() as s, s.begin():
             row = s.get(VersionRow, (tenant_id, version_id), with_for_update=True)
             if row is None:
@@ -453,6 +455,8 @@ class Store:
                 self._seal_row(s, row, doc.source_class, f"{old_status}->{status}", now)
                 if status == RETIRED:
                     self._add_event(s, tenant_id, version_id, RETIRED_EVENT, "", now)
+                s.flush()
+                before_commit()
             after = _version_record(row, doc.source_class)
         return before, after, superseded
 
@@ -566,11 +570,12 @@ class Store:
                              .order_by(ExtractionRow.created_at))
             return [_extraction_record(r) for r in rows]
 
-    def approve_passages(self, tenant_id: str, passage_ids: list[str], reviewer: str,
-                         now: datetime) -> tuple[list[PassageRecord], list[str], list[str]]:
+    def approve_passages(self, tenant_id: str, passage_ids: list[str], reviewer: str, now: datetime,
+                         before_commit: Callable[[], None] = lambda: None,
+                         ) -> tuple[list[PassageRecord], list[str], list[str]]:
         """Approves passages awaiting review, all or none (one transaction). Returns (the approved
         passages, IDs not in the tenant, IDs never marked for review); unless both lists are empty
-        nothing is changed."""
+        nothing is changed. `before_commit` runs just before the commit (raising rolls it back)."""
         with self._session() as s, s.begin():
             rows = list(s.scalars(select(PassageRow).where(PassageRow.tenant_id == tenant_id,
                                                            PassageRow.passage_id.in_(passage_ids))
@@ -592,6 +597,7 @@ class Store:
             for version, source_class in versions.values():
                 self._seal_row(s, version, source_class, PASSAGES_APPROVED, now)
             s.flush()
+            before_commit()
             return [_passage_record(r) for r in rows], [], []
 
     # --- version-event outbox ---------------------------------------------------------------------

@@ -64,3 +64,34 @@ def _request(document_id):
         document=common_pb2.Document(tenant_id="edge-a", document_id=document_id, source_class="scheduling_policy",
                                      title="Parking (synthetic)"),
         text=TEXT, roles=["patient"], locale="en")
+
+
+def test_a_status_change_past_its_callers_deadline_is_not_committed(fresh):
+    """Issue 17 §4: SetVersionStatus (like every write of the store) checks the caller's deadline
+    just before its commit; past it, nothing changes: the version keeps its status and no retirement
+    event is queued for trace."""
+    import datetime as dt
+
+    from citetrace.kit.auth import Principal
+    from citetrace.kit.context import call_context
+    from citetrace.kit.errors import DeadlineExceeded
+
+    ingested = fresh.stub.IngestDocument(_request("deadline-status"), timeout=30,
+                                         metadata=fresh.md("edge-a", ("policy_admin",)))
+    version_id = ingested.version.version_id
+    admin = Principal("edge-a", "admin-1", ("policy_admin",))
+    later = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
+    events_before = fresh.core.store.due_version_events(later, 1000)
+    with call_context(admin, None, timeout=-1.0), pytest.raises(DeadlineExceeded) as refused:
+        fresh.core.set_status(admin, version_id, "retired")
+    assert refused.value.reason == "DEADLINE_PASSED"
+    (version,) = fresh.versions("edge-a", "deadline-status").versions
+    assert version.status == ingested.version.status
+    assert fresh.core.store.due_version_events(later, 1000) == events_before
+    # With time to spare the same change commits.
+    with call_context(admin, None, timeout=30.0):
+        fresh.core.set_status(admin, version_id, "retired")
+    (version,) = fresh.versions("edge-a", "deadline-status").versions
+    assert version.status != ingested.version.status
+
+
