@@ -14,13 +14,14 @@ export CITETRACE_TEST_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:$(
 # Each area adds its own targets (bench-*, eval, check-deploy, ...) in a fragment here.
 -include deploy/make/*.mk
 
-.PHONY: help setup up down status demo test test-fast lint proto proto-check postgres-up postgres-down clean
+.PHONY: help setup up down status demo test test-fast fuzz lint proto proto-check postgres-up postgres-down clean
 
 help:
 	@echo "make setup   - create .venv and install everything pinned (idempotent)"
 	@echo "make up      - start all six services locally (Ctrl-C stops them)"
 	@echo "make down    - stop a stack started in the background"
 	@echo "make test    - lint, then the whole test suite (starts PostgreSQL/OpenSearch as needed)"
+	@echo "make fuzz    - the RPC fuzz suite of every service with a larger budget (FUZZ_EXAMPLES=300)"
 	@echo "make demo    - start the stack, ingest samples, ask example questions, stop"
 	@echo "make lint    - buf lint, buf breaking against the last release, ruff"
 	@echo "make proto   - regenerate Python stubs from proto/"
@@ -81,6 +82,14 @@ test: setup lint postgres-up opensearch-up
 
 test-fast: setup
 	$(VENV)/bin/pytest -q -m "not slow"
+
+# The fuzz suite runs in `make test` at FUZZ_EXAMPLES=25 per property; this is the longer run.
+FUZZ_EXAMPLES ?= 300
+fuzz: setup
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/pytest -q tests/trace/test_fuzz_trace.py \
+		tests/scheduler_gateway/test_fuzz_scheduler_gateway.py tests/retrieval/service/test_fuzz_retrieval.py \
+		tests/generation/test_fuzz_generation.py tests/citation_validator/test_fuzz_citation_validator.py \
+		tests/orchestrator/test_fuzz_orchestrator.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache
