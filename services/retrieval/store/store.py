@@ -157,6 +157,16 @@ def decode_page_token(token: str) -> tuple[datetime, str]:
 
 _PASSAGE_VERSIONS = select(PassageRow.passage_id, PassageRow.version_id).where(
     PassageRow.tenant_id == bindparam("tenant_id"), PassageRow.passage_id.in_(bindparam("ids", expanding=True)))
+# One tenant's versions with their documents' source class and all their passage rows: the read
+# behind every GetPassages. Core statements built once (expanding IN, so SQLAlchemy's compiled
+# cache serves them), rows read without the ORM's identity map: the same columns _bundles reads.
+_TENANT_VERSIONS = select(VersionRow.__table__, DocumentRow.source_class).join(
+    DocumentRow, (DocumentRow.tenant_id == VersionRow.tenant_id) & (DocumentRow.document_id == VersionRow.document_id),
+    isouter=True).where(VersionRow.tenant_id == bindparam("tenant_id"),
+                        VersionRow.version_id.in_(bindparam("ids", expanding=True)))
+_TENANT_PASSAGES = select(PassageRow.__table__).where(
+    PassageRow.tenant_id == bindparam("tenant_id"), PassageRow.version_id.in_(bindparam("ids", expanding=True))
+).order_by(PassageRow.ordinal)
 
 
 class Store:
@@ -253,13 +263,17 @@ class Store:
 
     def version_bundles(self, tenant_id: str, version_ids: Iterable[str]) -> dict[str, VersionBundle]:
         """The tenant's versions among `version_ids` with text and all passage rows (two queries)."""
-        keys = [(tenant_id, v) for v in dict.fromkeys(version_ids)]
-        if not keys:
-            return {}
+        unique = list(dict.fromkeys(version_ids))
         out: dict[str, VersionBundle] = {}
-        with self._session() as s:
-            for i in range(0, len(keys), 400):
-                out.update((b.version.version_id, b) for b in self._bundles(s, keys[i:i + 400]))
+        with self.engine.connect() as conn:
+            for i in range(0, len(unique), 400):
+                params = {"tenant_id": tenant_id, "ids": unique[i:i + 400]}
+                passages: dict[str, list[PassageRecord]] = {}
+                for p in conn.execute(_TENANT_PASSAGES, params):
+                    passages.setdefault(p.version_id, []).append(_passage_record(p))
+                for v in conn.execute(_TENANT_VERSIONS, params):
+                    out[v.version_id] = VersionBundle(_version_record(v, v.source_class or ""), v.text,
+                                                      passages.get(v.version_id, []))
         return out
 
     def _bundles(self, s: Session, keys: list[tuple[str, str]]) -> list[VersionBundle]:
