@@ -59,6 +59,7 @@ from apps.cli.common import read_state  # noqa: E402
 from services.retrieval.settings import Settings as RetrievalSettings  # noqa: E402
 
 STAGE_METRICS = ("citetrace_stage_duration_seconds", "citetrace_grpc_server_handling_seconds")
+STAGE_CPU_METRIC = "citetrace_stage_cpu_seconds"  # a counter: CPU of the thread running each stage
 TARGETS = {"p50_ms_at_8": 40.0, "p95_ms_at_8": 100.0, "asks_per_s": 50.0, "overhead_ratio": 1.5}
 
 
@@ -123,6 +124,12 @@ def parse_histograms(text: str) -> dict:
     """{(metric, labels...): {"buckets": {le: count}, "sum": s, "count": n}} for STAGE_METRICS."""
     out: dict = {}
     for family in text_string_to_metric_families(text):
+        if family.name == STAGE_CPU_METRIC:
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    key = (STAGE_CPU_METRIC, sample.labels.get("service", ""), sample.labels.get("stage", ""))
+                    out[key] = {"buckets": {}, "sum": sample.value, "count": 0.0}
+            continue
         if family.name not in STAGE_METRICS:
             continue
         for sample in family.samples:
@@ -170,6 +177,8 @@ def _quantile(buckets: list[tuple[float, float]], count: float, q: float) -> flo
 def stage_breakdown(before: dict, after: dict, asks: int) -> list[dict]:
     rows = []
     for key, entry in after.items():
+        if key[0] == STAGE_CPU_METRIC:
+            continue
         prior = before.get(key, {"buckets": {}, "sum": 0.0, "count": 0.0})
         count = entry["count"] - prior["count"]
         if count <= 0:
@@ -178,6 +187,8 @@ def stage_breakdown(before: dict, after: dict, asks: int) -> list[dict]:
         buckets = sorted((le, c - prior["buckets"].get(le, 0.0)) for le, c in entry["buckets"].items())
         p50, p95 = _quantile(buckets, count, 0.5), _quantile(buckets, count, 0.95)
         metric, service, name = key
+        cpu_key = (STAGE_CPU_METRIC, service, name)
+        cpu = (after[cpu_key]["sum"] - before.get(cpu_key, {"sum": 0.0})["sum"]) if cpu_key in after else None
         rows.append({
             "kind": "stage" if metric == STAGE_METRICS[0] else "grpc_server",
             "service": service, "name": name, "count": int(count),
@@ -185,6 +196,8 @@ def stage_breakdown(before: dict, after: dict, asks: int) -> list[dict]:
             "per_ask_ms": round(total / asks * 1000, 2),
             "p50_ms": None if p50 is None else round(p50 * 1000, 2),
             "p95_ms": None if p95 is None else round(p95 * 1000, 2),
+            # The stage's own thread's CPU (not the pools it hands work to), per ask.
+            **({} if cpu is None or metric != STAGE_METRICS[0] else {"cpu_per_ask_ms": round(cpu / asks * 1000, 2)}),
         })
     rows.sort(key=lambda row: (row["kind"], -row["per_ask_ms"]))
     return rows
@@ -464,7 +477,8 @@ def main() -> int:
     }
     if at8:
         result["where_time_goes_at_8"] = [
-            {"stage": f"{row['service']}/{row['name']}", "per_ask_ms": row["per_ask_ms"], "mean_ms": row["mean_ms"]}
+            {"stage": f"{row['service']}/{row['name']}", "per_ask_ms": row["per_ask_ms"], "mean_ms": row["mean_ms"],
+             "cpu_per_ask_ms": row.get("cpu_per_ask_ms")}
             for row in at8["stages"] if row["kind"] == "stage" and row["name"] != "orchestrator.ask"][:6]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
@@ -491,7 +505,8 @@ def report(result: dict) -> str:
         lines.append("stages at c=8 over gRPC (mean ms per call, ms per ask):")
         for stage in at8["stages"]:
             lines.append(f"  {stage['kind']:<11} {stage['service']:<19} {stage['name']:<34} n={stage['count']:<5} "
-                         f"mean {stage['mean_ms']:>7} p95 {stage['p95_ms']!s:>7} per-ask {stage['per_ask_ms']:>7}")
+                         f"mean {stage['mean_ms']:>7} p95 {stage['p95_ms']!s:>7} per-ask {stage['per_ask_ms']:>7}"
+                         f" cpu/ask {stage.get('cpu_per_ask_ms', '-')!s:>6}")
     for name, target in result["targets"].items():
         if target:
             lines.append(f"target {name}: {target['value']} -> {'met' if target['met'] else 'MISSED'}")

@@ -57,6 +57,23 @@ def test_trace_ids_do_not_follow_the_random_modules_state(spans):
     assert ids[0] and ids[0] != ids[1]
 
 
+def test_stage_counts_the_cpu_of_its_thread_not_its_waiting(spans):
+    import time
+
+    def cpu(stage_name: str) -> float:
+        return sample("citetrace_stage_cpu_seconds_total", service="retrieval", stage=stage_name)
+
+    before_busy, before_idle = cpu("retrieval.embed"), cpu("retrieval.lexical")
+    with stage("retrieval", "retrieval.embed"):
+        end = time.thread_time() + 0.03
+        while time.thread_time() < end:  # 30 ms of this thread's CPU
+            pass
+    with stage("retrieval", "retrieval.lexical"):
+        time.sleep(0.05)  # waiting is wall time, not CPU
+    assert cpu("retrieval.embed") - before_busy >= 0.03
+    assert cpu("retrieval.lexical") - before_idle < 0.02
+
+
 def test_stage_drops_text_attributes_and_pseudonymizes_the_tenant(spans):
     spans.clear()
     with stage("orchestrator", "orchestrator.route", question="Can I book cardiology?", text="passage",

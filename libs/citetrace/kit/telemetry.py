@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from citetrace.kit.metrics import STAGE_DURATION, package_version
+from citetrace.kit.metrics import STAGE_CPU, STAGE_DURATION, package_version
 
 log = logging.getLogger("citetrace.telemetry")
 
@@ -101,13 +101,14 @@ def stage(service: str, name: str, **attributes: object) -> Iterator[trace.Span]
     """A span per stage plus its latency histogram. Attributes must never carry question or
     passage text: pass counts, IDs, outcomes and reasons only (names in FORBIDDEN_ATTRIBUTES are
     dropped); a `tenant`/`tenant_id` attribute is exported as tenant_ref(value)."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.thread_time()
     with tracer(f"citetrace.{service}").start_as_current_span(name) as span:
         set_attributes(span, **attributes)
         try:
             yield span
         finally:
             STAGE_DURATION.labels(service=service, stage=name).observe(time.perf_counter() - started)
+            STAGE_CPU.labels(service=service, stage=name).inc(time.thread_time() - cpu_started)
 
 
 def set_attributes(span: trace.Span, **attributes: object) -> None:
