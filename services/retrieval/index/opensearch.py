@@ -340,9 +340,33 @@ class OpenSearchBackend(FusedSearch):
             if self._ready:
                 return
             if not self._live_indices():
-                generation = self._create_generation()
-                self._switch_alias(self.config.index_name(generation))
+                self._create_first_generation()
             self._ready = True
+
+    def _create_first_generation(self) -> None:
+        """No live index yet: create one and make it live. Replicas starting together race here
+        (pods of a first deployment): the one whose index name was taken a moment earlier, or who
+        finds another's generation live once its own exists, uses that one instead of failing its
+        start or moving the alias away from what the other already writes."""
+        try:
+            generation = self._create_generation()
+        except TransportError as exc:
+            if exc.status_code != 400 or exc.error != "resource_already_exists_exception":
+                raise
+            self._wait_for_live_alias()
+            return
+        if self._live_indices():
+            self._call("delete index", self.client.indices.delete, index=self.config.index_name(generation))
+            return
+        self._switch_alias(self.config.index_name(generation))
+
+    def _wait_for_live_alias(self) -> None:
+        deadline = time.monotonic() + self.config.timeout_seconds
+        while not self._live_indices():
+            if time.monotonic() > deadline:
+                raise Unavailable(UNAVAILABLE_REASON, f"another replica created the first generation of "
+                                  f"{self.config.alias} but made none live within {self.config.timeout_seconds:g} s")
+            time.sleep(0.1)
 
     def _live_indices(self) -> list[str]:
         try:
@@ -469,10 +493,13 @@ class OpenSearchBackend(FusedSearch):
         """Writes inside go to a NEW generation, made live by an alias switch when the block
         ends normally (then old generations beyond keep_generations are pruned); on an exception
         the new index is deleted and the live one stays. Without ``force`` and with
-        ``rebuild_on_start`` false, the live generation is kept and written in place (yields None).
+        ``rebuild_on_start`` false, the live generation is kept and written in place (yields None);
+        when there is none yet, the first one is made live first (replicas starting together share it).
         """
         with self._lock:
-            if not force and not self.config.rebuild_on_start and self._live_indices():
+            if not force and not self.config.rebuild_on_start:
+                if not self._live_indices():
+                    self._create_first_generation()
                 self._ready = True
                 yield None
                 return

@@ -103,3 +103,38 @@ def test_a_fresh_prefix_gets_its_first_generation_on_first_use(opensearch_backen
     assert names(backend) == [] and backend.live_generation() is None
     assert backend.count() == 0
     assert len(names(backend)) == 1 and backend.live_generation() == names(backend)[0]
+
+
+@pytest.mark.parametrize("path", ["first write", "warm-up without rebuild on start"])
+def test_replicas_starting_together_on_an_empty_cluster_share_one_first_generation(opensearch_backends, path):
+    """Issue 21 point 3: two replicas' first writes (or warm-ups, rebuild_on_start false) at once, on
+    a prefix with no generation yet: both create the first generation (the same name within one
+    second); neither fails, one generation is live, and each sees what the other wrote."""
+    import threading
+
+    first = opensearch_backends(rebuild_on_start=False)
+    second = opensearch_backends(index_prefix=first.config.index_prefix, rebuild_on_start=False)
+    start = threading.Barrier(2)
+    errors = []
+
+    def write(backend, pid):
+        start.wait()
+        try:
+            if path == "first write":
+                backend.upsert([passage(pid)])
+            else:
+                with backend.rebuild_scope() as generation:
+                    assert generation is None  # written in place: the live generation
+                    backend.upsert([passage(pid)])
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(b, pid)) for b, pid in ((first, "from-a"), (second, "from-b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert [g.name for g in first.list_generations() if g.live] == [first.live_generation()]
+    assert first.live_generation() == second.live_generation()
+    assert visible(first) == visible(second) == ["from-a", "from-b"]
