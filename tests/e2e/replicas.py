@@ -3,8 +3,9 @@ trace and orchestrator over shared stores, one each of scheduler_gateway, genera
 citation_validator.
 
 Shared: one PostgreSQL database per service (created for the run, dropped afterwards), one
-OpenSearch index prefix (deleted afterwards), one signing key per service (the first replica
-creates it; the others start after it), one token issuer. Per replica: a data directory (the
+OpenSearch index prefix (deleted afterwards), one signing key per service (made before the start
+and mounted, SIGNING_KEY_CREATE=false, as in a deployment), one token issuer. Every process starts at
+once, as pods do: the replicas of a service migrate one database under its migration lock. Per replica: a data directory (the
 retrieval replica's vector cache; the orchestrator replica's trace outbox, which is why a killed
 orchestrator is restarted on the same directory, like a StatefulSet pod on its own volume) and a
 fixed port, so a restarted replica comes back at the address its callers' channels already hold.
@@ -128,8 +129,8 @@ class ReplicatedStack:
         return self.replicas[service][index]
 
     def restart(self, *replicas: Replica) -> None:
-        """The replicas again, same port, data dir and settings (killed pods coming back), started
-        together and waited for together."""
+        """Starts the replicas together and waits for them together; again after a kill: same port,
+        data dir and settings (killed pods coming back)."""
         for replica in replicas:
             replica.start()
         for replica in replicas:
@@ -153,10 +154,12 @@ def _service_settings(stack: ReplicatedStack, service: str, data_dir: Path, keys
     if service == "retrieval":
         settings.update(backend="opensearch", opensearch_hosts=stack.opensearch_url,
                         opensearch_index_prefix=stack.index_prefix, opensearch_rebuild_on_start="false",
-                        signing_key_file=str(keys / "retrieval-signing.pem"), trace_target=stack.target("trace"),
+                        signing_key_file=str(keys / "retrieval-signing.pem"), signing_key_create="false",
+                        trace_target=stack.target("trace"),
                         version_event_poll_seconds="0.5")
     elif service == "trace":
-        settings.update(signing_key_file=str(keys / "trace-signing.pem"), retrieval_target=stack.target("retrieval"),
+        settings.update(signing_key_file=str(keys / "trace-signing.pem"), signing_key_create="false",
+                        retrieval_target=stack.target("retrieval"),
                         checkpoint_dir=str(keys / "checkpoints"), checkpoint_interval_seconds="0",
                         retention_interval_seconds="0", review_backlog_interval_seconds="0")
     elif service == "orchestrator":
@@ -220,11 +223,13 @@ def delete_indices(opensearch_url: str, prefix: str) -> None:
 @contextlib.contextmanager
 def replicated_stack(root: Path, auth: AuthSettings, admin_postgres_url: str, opensearch_url: str,
                      replicas: int = 2, slots_file: Path | None = None) -> Iterator[ReplicatedStack]:
-    """The stack started and SERVING (first replicas and single services, then the others, which
-    find the signing keys the first ones created); everything stopped and dropped on exit."""
+    """The stack started and SERVING; everything stopped and dropped on exit."""
+    from citetrace.signing import generate_key_files
+
     root.mkdir(parents=True, exist_ok=True)
     keys = root / "keys"
-    keys.mkdir(exist_ok=True)
+    for service in ("retrieval", "trace"):
+        generate_key_files(keys / f"{service}-signing.pem")
     prefix = f"ct-replicas-{uuid.uuid4().hex[:8]}-"
     with postgres_databases(admin_postgres_url, DATABASES) as urls:
         stack = ReplicatedStack(root, auth, urls, opensearch_url, prefix, {})
@@ -235,16 +240,7 @@ def replicated_stack(root: Path, auth: AuthSettings, admin_postgres_url: str, op
         try:
             if slots_file is not None:
                 _load_slots(urls["scheduler_gateway"], slots_file)
-            first = [group[0] for group in stack.replicas.values()]
-            for replica in first:
-                replica.start()
-            for replica in first:
-                replica.wait_serving()
-            others = [r for group in stack.replicas.values() for r in group[1:]]
-            for replica in others:
-                replica.start()
-            for replica in others:
-                replica.wait_serving()
+            stack.restart(*(replica for group in stack.replicas.values() for replica in group))
             yield stack
         finally:
             for group in stack.replicas.values():
