@@ -272,6 +272,8 @@ def compose() -> dict:
         d = DEPLOY[info.name]
         env = service_env(info, lambda host: host)
         env["CITETRACE_AUTH_HS256_SECRET"] = "${CITETRACE_AUTH_HS256_SECRET:?set a secret of 32+ characters}"
+        # Compose is a development stack on one host: plaintext gRPC, explicitly (the services warn).
+        env["CITETRACE_TLS_MODE"] = "plaintext"
         if isinstance(info, WebAppInfo):
             env[f"{info.env_prefix}SESSION_SECRET"] = (
                 f"${{{info.env_prefix}SESSION_SECRET:?set a session cookie key of 32+ characters}}")
@@ -348,6 +350,8 @@ def deployment(info: ServiceInfo) -> dict:
     env = []
     env.append({"name": "CITETRACE_AUTH_HS256_SECRET",
                 "valueFrom": {"secretKeyRef": {"name": "citetrace-auth", "key": "hs256-secret"}}})
+    # Until the certificates are mounted from Secrets: plaintext gRPC, explicitly (the services warn).
+    env.append({"name": "CITETRACE_TLS_MODE", "value": "plaintext"})
     if has_database(info):
         env.append({"name": f"{info.env_prefix}DATABASE_URL",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-database", "key": f"{d.database}-url"}}})

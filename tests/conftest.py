@@ -6,9 +6,12 @@ import os
 import uuid
 
 import pytest
-from citetrace.kit.testing import test_auth_settings, token_metadata
+from citetrace.kit.testing import plaintext_unless_configured, test_auth_settings, token_metadata
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# In-process servers and this process's client channels: plaintext (the development setting). The
+# processes a test starts read their own CITETRACE_TLS_* (the e2e stack runs mutual TLS).
+plaintext_unless_configured()
 
 POSTGRES_URL = os.environ.get(
     "CITETRACE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:55432/postgres"

@@ -20,7 +20,15 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from apps.cli.common import add_caller, add_data_dir, caller_token, rpc_failure, target, time_arg
+from apps.cli.common import (
+    add_caller,
+    add_data_dir,
+    caller_token,
+    grpc_channel,
+    rpc_failure,
+    target,
+    time_arg,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if stamp is not None:
         request.as_of.CopyFrom(stamp)
     address = args.target or target(args.data_dir, "orchestrator")
-    with grpc.insecure_channel(address) as channel:
+    with grpc_channel(address) as channel:
         try:
             response = pb_grpc.OrchestratorServiceStub(channel).Ask(
                 request, timeout=args.timeout, metadata=bearer_metadata(token))

@@ -12,11 +12,20 @@ import sys
 from pathlib import Path
 
 import grpc
+from citetrace.kit import clients
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, mint_token
 from citetrace.kit.clients import domain_error
 from citetrace.kit.settings import load_settings
 from citetrace.kit.stack import BY_NAME
 from citetrace.kit.timestamps import NoOffset, parse_iso
+from citetrace.kit.tls import (
+    PLAINTEXT,
+    TLS_PREFIX,
+    LocalCA,
+    TransportSettings,
+    open_channel,
+    transport_from_environment,
+)
 
 DEFAULT_DATA_DIR = Path(".citetrace")
 SECRET_FILE = "dev-secret"
@@ -26,6 +35,9 @@ SECRET_FILE = "dev-secret"
 ISSUER_KEY_FILE = "issuer-key.pem"
 ISSUER_PUBLIC_KEY_FILE = "issuer-key.pub.pem"
 STATE_FILE = "stack.json"
+# The local stack's certificate authority and one certificate per service, and one for the CLI.
+TLS_DIR = "tls"
+CLI_IDENTITY = "cli"
 
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +119,34 @@ def caller_token(args: argparse.Namespace) -> str:
         fail("give --tenant (and --roles) to mint a development token, or --token")
     return dev_token(args.data_dir, args.tenant, split_list(args.roles), split_list(args.locations),
                      subject=args.subject, patient_ref=args.patient_ref)
+
+
+def local_ca(data_dir: Path) -> LocalCA:
+    """The local stack's CA (created on first use)."""
+    return LocalCA(data_dir / TLS_DIR, common_name="citetrace local stack CA")
+
+
+def cli_transport(data_dir: Path, identity: str = CLI_IDENTITY) -> TransportSettings:
+    """How the CLI reaches the local stack: CITETRACE_TLS_* when set; plaintext when the running stack
+    was started so (or there are no stack certificates); else mutual TLS with the certificate of
+    `identity` (the CLI's own, unless a command acts as a service, e.g. flushing the orchestrator's
+    trace outbox)."""
+    if any(key.startswith(TLS_PREFIX) for key in os.environ):
+        return transport_from_environment()
+    folder = data_dir / TLS_DIR
+    if read_state(data_dir).get("tls") == "plaintext" or not (folder / f"{identity}.pem").exists():
+        return PLAINTEXT
+    return local_ca(data_dir).issue(identity).settings()
+
+
+def use_transport(data_dir: Path, identity: str = CLI_IDENTITY) -> None:
+    """Every channel this process opens (kit.clients and `grpc_channel`) uses `cli_transport`."""
+    clients.configure_transport(cli_transport(data_dir, identity))
+
+
+def grpc_channel(address: str):
+    """A channel of its own (close it) to `address` with this process's transport settings."""
+    return open_channel(address, clients.transport())
 
 
 def read_state(data_dir: Path) -> dict:

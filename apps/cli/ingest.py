@@ -23,7 +23,6 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-import grpc
 import yaml
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.clients import invoke
@@ -31,7 +30,7 @@ from citetrace.kit.errors import Code, DomainError, Unauthenticated, Unavailable
 from citetrace.kit.timestamps import NoOffset, parse_iso, to_timestamp
 from citetrace.vocab import INTENT, INTENTS, VERSION_STATUS, VERSION_STATUSES
 
-from apps.cli.common import add_data_dir, dev_token, target
+from apps.cli.common import add_data_dir, dev_token, grpc_channel, target
 
 REQUIRED = ("tenant", "document_id", "source_class", "title", "valid_from", "roles", "intents", "locale")
 OPTIONAL = ("status", "valid_to", "location_scope", "source_uri")
@@ -281,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     address = args.target or target(args.data_dir, "retrieval")
     failures = 0
     tokens: dict[str, str] = {}
-    with grpc.insecure_channel(address) as channel:
+    with grpc_channel(address) as channel:
         stub = pb_grpc.RetrievalServiceStub(channel)
         for path in files:
             try:

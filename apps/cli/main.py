@@ -40,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "data_dir", None) is not None:
+        from apps.cli.common import use_transport
+
+        use_transport(args.data_dir)  # mutual TLS with the local stack's CLI certificate, when it has one
     return int(args.func(args) or 0)
 
 

@@ -15,7 +15,7 @@ from citetrace.kit.clients import error_info
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
-from apps.cli.common import add_data_dir, dev_token, target
+from apps.cli.common import add_data_dir, dev_token, grpc_channel, target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def describe(passage: common_pb2.Passage) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     token = dev_token(args.data_dir, args.tenant, ["policy_admin"], subject="cli-passages")
     address = args.target or target(args.data_dir, "retrieval")
-    with grpc.insecure_channel(address) as channel:
+    with grpc_channel(address) as channel:
         stub = pb_grpc.RetrievalServiceStub(channel)
         try:
             if args.action == "approve":

@@ -33,7 +33,7 @@ from citetrace.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
 
-from apps.cli.common import dev_issuer, rpc_failure, target
+from apps.cli.common import dev_issuer, grpc_channel, rpc_failure, target
 from apps.cli.trace import add_auth, parse_time, rpc, token_of, trace_stub
 
 REPLAY_SUBJECT = "replay:"
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     token = token_of(args)
     traces = trace_stub(args)
     orchestrator = orch_grpc.OrchestratorServiceStub(
-        grpc.insecure_channel(args.orchestrator_target or target(args.data_dir, "orchestrator")))
+        grpc_channel(args.orchestrator_target or target(args.data_dir, "orchestrator")))
     signing = signing_settings(args)
 
     ids = list(args.trace_id)

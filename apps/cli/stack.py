@@ -18,11 +18,22 @@ from pathlib import Path
 
 import grpc
 import httpx
+from citetrace.kit import clients
 from citetrace.kit.auth import AUTH_PREFIX
 from citetrace.kit.stack import SERVICES, WEB_APPS, ServiceInfo, WebAppInfo
+from citetrace.kit.tls import TLS_PREFIX, TransportSettings, open_channel, transport_from_environment
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from apps.cli.common import STATE_FILE, add_data_dir, dev_issuer, dev_secret, read_state
+from apps.cli.common import (
+    CLI_IDENTITY,
+    STATE_FILE,
+    add_data_dir,
+    dev_issuer,
+    dev_secret,
+    local_ca,
+    read_state,
+    use_transport,
+)
 
 _PR_SET_PDEATHSIG = 1
 # Services that keep state under the data directory.
@@ -64,9 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     down.set_defaults(func=run_down)
 
 
-def health_of(target: str, timeout: float = 1.0) -> str:
-    """SERVING, NOT_SERVING, UNKNOWN or unreachable."""
-    with grpc.insecure_channel(target) as channel:
+def health_of(target: str, timeout: float = 1.0, transport: TransportSettings | None = None) -> str:
+    """SERVING, NOT_SERVING, UNKNOWN or unreachable (over `transport`, by default this process's:
+    the CLI's certificate for a local stack under mutual TLS)."""
+    with open_channel(target, transport or clients.transport()) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
         except grpc.RpcError:
@@ -98,6 +110,7 @@ def _service_env(info: ServiceInfo | WebAppInfo, data_dir: Path, offset: int) ->
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env.update(_auth_env(info.name, data_dir))
+    env.update(_tls_env(info.name, data_dir))
     env[f"{info.env_prefix}PORT"] = str(info.port + offset)
     env[f"{info.env_prefix}METRICS_PORT"] = str(info.metrics_port + offset)
     if info.name in _STATEFUL:
@@ -122,6 +135,19 @@ def _auth_env(name: str, data_dir: Path) -> dict[str, str]:
     if name in _SIGNING:
         env[f"{AUTH_PREFIX}RS256_PRIVATE_KEY_FILE"] = str(private.resolve())
     return env
+
+
+def _tls_env(name: str, data_dir: Path) -> dict[str, str]:
+    """Transport of one process: the environment's CITETRACE_TLS_* when set (e.g. MODE=plaintext, a
+    development setting the services warn about), else mutual TLS with its own certificate from the
+    local stack's CA (SAN URI spiffe://citetrace/<name>)."""
+    if any(key.startswith(TLS_PREFIX) for key in os.environ):
+        return {}
+    return local_ca(data_dir).issue(name).env()
+
+
+def _tls_mode() -> str:
+    return transport_from_environment().mode if any(k.startswith(TLS_PREFIX) for k in os.environ) else "mtls"
 
 
 def _known_only(info: ServiceInfo | WebAppInfo, env: dict[str, str]) -> dict[str, str]:
@@ -172,10 +198,14 @@ def write_state(data_dir: Path, state: dict) -> None:
 
 def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subprocess.Popen]:
     dev_issuer(data_dir, create=True)
+    mode = _tls_mode()
+    if mode == "mtls" and not any(key.startswith(TLS_PREFIX) for key in os.environ):
+        local_ca(data_dir).issue(CLI_IDENTITY)  # the CLI's own certificate (status, ingest, ask ...)
     procs = {info.name: _spawn(info, data_dir, offset, detach) for info in (*SERVICES, *WEB_APPS)}
     state = {
         "up_pid": os.getpid(),
         "port_offset": offset,
+        "tls": mode,
         "services": {
             name: {"pid": proc.pid, "port": _info(name).port + offset, "metrics_port": _info(name).metrics_port + offset,
                    "restarts": 0}
@@ -185,6 +215,7 @@ def start_stack(data_dir: Path, offset: int, detach: bool) -> dict[str, subproce
     for app in WEB_APPS:
         state["services"][app.name]["url"] = app.url(offset)
     write_state(data_dir, state)
+    use_transport(data_dir)
     return procs
 
 

@@ -25,7 +25,16 @@ from citetrace.vocab import INTENT
 from citetrace.vocab import enum_label as enum_name
 from google.protobuf import json_format, timestamp_pb2
 
-from apps.cli.common import add_data_dir, dev_token, fail, rpc_failure, split_list, target, time_arg
+from apps.cli.common import (
+    add_data_dir,
+    dev_token,
+    fail,
+    grpc_channel,
+    rpc_failure,
+    split_list,
+    target,
+    time_arg,
+)
 
 # --- shared plumbing -------------------------------------------------------------------------------
 
@@ -47,7 +56,7 @@ def token_of(args: argparse.Namespace) -> str:
 
 
 def trace_stub(args: argparse.Namespace) -> pb_grpc.TraceServiceStub:
-    return pb_grpc.TraceServiceStub(grpc.insecure_channel(args.target or target(args.data_dir, "trace")))
+    return pb_grpc.TraceServiceStub(grpc_channel(args.target or target(args.data_dir, "trace")))
 
 
 def rpc(method, request, token: str, timeout: float = 30.0, not_found_patience: float = 0.0):
@@ -314,7 +323,7 @@ def run_export(args: argparse.Namespace) -> int:
     from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 
     retrieval = ret_grpc.RetrievalServiceStub(
-        grpc.insecure_channel(args.retrieval_target or target(args.data_dir, "retrieval")))
+        grpc_channel(args.retrieval_target or target(args.data_dir, "retrieval")))
     availability, error = check_retrievable(retrieval, token, cited_passage_ids(reply))
     receipt = build_receipt(reply, availability, error)
     text = json.dumps(receipt, indent=2, sort_keys=True, ensure_ascii=False)

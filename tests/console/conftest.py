@@ -18,7 +18,7 @@ import pytest
 from citetrace.kit.testing import auth_env
 from e2e.conftest import REPO, Stack, free_port, running_stack
 
-from apps.cli.common import read_state
+from apps.cli.common import local_ca, read_state
 
 CHROMIUM = os.environ.get("CITETRACE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -66,11 +66,18 @@ def start_console(stack: Stack, data_dir: Path, **settings: str) -> Console:
     CITETRACE_CONSOLE_* values without the prefix."""
     targets = {f"{name}_target": stack.target(name)
                for name in ("orchestrator", "retrieval", "scheduler_gateway", "trace")}
-    return launch_console(auth_env(stack.auth), data_dir, **{**CONSOLE_LOAD_TOLERANT, **targets, **settings})
+    return launch_console({**auth_env(stack.auth), **_tls_env(stack)}, data_dir, **{**CONSOLE_LOAD_TOLERANT, **targets, **settings})
+
+
+def _tls_env(stack: Stack) -> dict[str, str]:
+    """The console's certificate from the stack's CA (what `citetrace up` gives it)."""
+    if stack.transport.plaintext:
+        return {"CITETRACE_TLS_MODE": "plaintext"}
+    return local_ca(stack.data_dir).issue("console").env()
 
 
 def launch_console(auth: dict[str, str], data_dir: Path, **settings: str) -> Console:
-    """`auth`: the CITETRACE_AUTH_* variables (kit.testing.auth_env)."""
+    """`auth`: the CITETRACE_AUTH_* (kit.testing.auth_env) and CITETRACE_TLS_* variables."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_", "OTEL_"))}
     env.update({

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import grpc
 from citetrace.kit.auth import bearer_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
@@ -75,7 +74,7 @@ def passage_text(stack, passage_id: str, tenant: str = "acme-health", roles=("au
 
 def served_passage(stack, passage_id: str, tenant: str = "acme-health", roles=("auditor",)):
     """The whole Passage message retrieval serves (text, identity, heading context)."""
-    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+    with stack.channel("retrieval") as channel:
         return ret_grpc.RetrievalServiceStub(channel).GetPassages(
             ret_pb.GetPassagesRequest(passage_ids=[passage_id]), timeout=10,
             metadata=bearer_metadata(stack.token(tenant, roles))).passages[0]
@@ -83,7 +82,7 @@ def served_passage(stack, passage_id: str, tenant: str = "acme-health", roles=("
 
 def served_version(stack, version_id: str, tenant: str = "acme-health", roles=("policy_admin",)):
     """The DocumentVersion retrieval lists for this version ID (its validity window, status)."""
-    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+    with stack.channel("retrieval") as channel:
         reply = ret_grpc.RetrievalServiceStub(channel).ListVersions(
             ret_pb.ListVersionsRequest(page_size=200), timeout=10, metadata=bearer_metadata(stack.token(tenant, roles)))
     (version,) = [v for v in reply.versions if v.version_id == version_id]

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from concurrent import futures
 
 import grpc
+from citetrace.kit.tls import PLAINTEXT, TransportSettings, open_channel, server_credentials
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 
@@ -51,8 +52,8 @@ def shuffle_response(response: pb.AskResponse, seed: int = 7) -> pb.AskResponse:
 
 
 class ShufflingOrchestrator(pb_grpc.OrchestratorServiceServicer):
-    def __init__(self, target: str) -> None:
-        self._channel = grpc.insecure_channel(target)
+    def __init__(self, target: str, transport: TransportSettings) -> None:
+        self._channel = open_channel(target, transport)
         self._stub = pb_grpc.OrchestratorServiceStub(self._channel)
         self.lock = threading.Lock()
         self.original: list[pb.AskResponse] = []
@@ -75,11 +76,13 @@ class ShufflingOrchestrator(pb_grpc.OrchestratorServiceServicer):
 
 
 @contextlib.contextmanager
-def shuffling_orchestrator(target: str) -> Iterator[tuple[str, ShufflingOrchestrator]]:
-    servicer = ShufflingOrchestrator(target)
+def shuffling_orchestrator(target: str, transport: TransportSettings = PLAINTEXT) -> Iterator[tuple[str, ShufflingOrchestrator]]:
+    servicer = ShufflingOrchestrator(target, transport)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     pb_grpc.add_OrchestratorServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    # Under the stack's mutual TLS it serves and calls with the certificate `transport` names.
+    port = (server.add_insecure_port("127.0.0.1:0") if transport.plaintext
+            else server.add_secure_port("127.0.0.1:0", server_credentials(transport)))
     server.start()
     try:
         yield f"127.0.0.1:{port}", servicer

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from concurrent import futures
 
 import grpc
+from citetrace.kit.tls import PLAINTEXT, TransportSettings, open_channel, server_credentials
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 
 SEARCH = "/citetrace.retrieval.v1.RetrievalService/Search"
@@ -33,8 +34,8 @@ def swap_pairs(reply: pb.SearchResponse) -> pb.SearchResponse:
 
 
 class _Forward(grpc.GenericRpcHandler):
-    def __init__(self, target: str) -> None:
-        self.channel = grpc.insecure_channel(target)
+    def __init__(self, target: str, transport: TransportSettings) -> None:
+        self.channel = open_channel(target, transport)
         self.lock = threading.Lock()
         self.searches: list[tuple[pb.SearchResponse, pb.SearchResponse]] = []
 
@@ -63,10 +64,12 @@ class _Forward(grpc.GenericRpcHandler):
 
 
 @contextlib.contextmanager
-def shuffling_retrieval(target: str) -> Iterator[tuple[str, _Forward]]:
-    handler = _Forward(target)
+def shuffling_retrieval(target: str, transport: TransportSettings = PLAINTEXT) -> Iterator[tuple[str, _Forward]]:
+    handler = _Forward(target, transport)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=[handler])
-    port = server.add_insecure_port("127.0.0.1:0")
+    # Under the stack's mutual TLS it serves and calls with the certificate `transport` names.
+    port = (server.add_insecure_port("127.0.0.1:0") if transport.plaintext
+            else server.add_secure_port("127.0.0.1:0", server_credentials(transport)))
     server.start()
     try:
         yield f"127.0.0.1:{port}", handler

@@ -134,7 +134,7 @@ def test_a_pdf_citation_shows_its_printed_and_viewer_page_and_opens_there(consol
 
 
 def test_reordered_evidence_each_marker_opens_its_own_passage(console_stack, chromium, tmp_path):
-    with shuffling_orchestrator(console_stack.target("orchestrator")) as (target, shuffler):
+    with shuffling_orchestrator(console_stack.target("orchestrator"), console_stack.identity("orchestrator")) as (target, shuffler):
         shuffled_console = start_console(console_stack, tmp_path, orchestrator_target=target)
         context = new_context(chromium)
         try:
@@ -192,7 +192,7 @@ def test_offered_passages_reordered_at_retrieval_each_marker_opens_its_own_passa
     orchestrator of its own behind a retrieval that swaps its hits in pairs. The record shows the
     cited passages offered under other labels than retrieval's own order gives them; every marker
     still opens its own passage."""
-    with shuffling_retrieval(console_stack.target("retrieval")) as (target, shuffler):
+    with shuffling_retrieval(console_stack.target("retrieval"), console_stack.identity("retrieval")) as (target, shuffler):
         orchestrator = console_stack.start_service("orchestrator", tmp_path / "orch", retrieval_target=target,
                                                    **ORCHESTRATOR_LOAD_TOLERANT)
         shuffled_console = start_console(console_stack, tmp_path / "console", orchestrator_target=orchestrator)
@@ -285,12 +285,11 @@ def test_the_accessibility_scan_can_fail(page):
 # --- access ----------------------------------------------------------------------------------------
 
 def _versions(stack, tenant: str, roles=("policy_admin",)) -> dict[str, str]:
-    import grpc
     from citetrace.kit.auth import bearer_metadata
     from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
     from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as g
 
-    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+    with stack.channel("retrieval") as channel:
         reply = g.RetrievalServiceStub(channel).ListVersions(pb.ListVersionsRequest(page_size=100), timeout=10,
                                                              metadata=bearer_metadata(stack.token(tenant, roles)))
     return {v.document.document_id: v.version_id for v in reply.versions
@@ -485,7 +484,6 @@ they used in the last month.
 
 def test_retired_version_opened_from_an_old_answer_shows_the_retired_banner_and_the_cited_text(
         console, console_stack, page, tmp_path):
-    import grpc
     from citetrace.common.v1 import common_pb2 as c
     from citetrace.kit.auth import bearer_metadata
     from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
@@ -505,7 +503,7 @@ def test_retired_version_opened_from_an_old_answer_shows_the_retired_banner_and_
     assert "skin cream" in cited and page.locator("#evidence-panel [data-banner]").count() == 0
     page.keyboard.press("Escape")
     version_id = link.split("/versions/")[1].split("#")[0]
-    with grpc.insecure_channel(console_stack.target("retrieval")) as channel:
+    with console_stack.channel("retrieval") as channel:
         ret_grpc.RetrievalServiceStub(channel).SetVersionStatus(
             ret_pb.SetVersionStatusRequest(version_id=version_id, status=c.VERSION_STATUS_RETIRED), timeout=30,
             metadata=bearer_metadata(console_stack.token("cedar-care", ("policy_admin",))))

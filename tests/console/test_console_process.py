@@ -14,7 +14,7 @@ from console.conftest import launch_console
 def test_console_process_serves_metrics_and_drains_on_sigterm(tmp_path):
     closed = f"127.0.0.1:{free_port()}"
     metrics_port = free_port()
-    console = launch_console({"CITETRACE_AUTH_HS256_SECRET": "m" * 40}, tmp_path, metrics_port=str(metrics_port), orchestrator_target=closed,
+    console = launch_console({"CITETRACE_AUTH_HS256_SECRET": "m" * 40, "CITETRACE_TLS_MODE": "plaintext"}, tmp_path, metrics_port=str(metrics_port), orchestrator_target=closed,
                              retrieval_target=closed, scheduler_gateway_target=closed, trace_target=closed)
     try:
         assert httpx.get(console.url + "/readyz").text == "SERVING"

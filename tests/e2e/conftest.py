@@ -21,11 +21,13 @@ import pytest
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
 from citetrace.kit.stack import BY_NAME, SERVICES, stack_ports
 from citetrace.kit.testing import auth_env
+from citetrace.kit.tls import TransportSettings, open_channel
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
 
+from apps.cli.common import cli_transport, local_ca
 from apps.cli.stack import health_of
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,6 +77,21 @@ class Stack:
     def target(self, service: str) -> str:
         return f"127.0.0.1:{BY_NAME[service].port + self.offset}"
 
+    @property
+    def transport(self) -> TransportSettings:
+        """How a client reaches this stack: mutual TLS with the CLI's certificate from its CA
+        (what `citetrace up` creates), unless it was started plaintext."""
+        return cli_transport(self.data_dir)
+
+    def identity(self, name: str) -> TransportSettings:
+        """The transport settings of service `name` of this stack (its certificate)."""
+        return cli_transport(self.data_dir, identity=name) if self.transport.mode == "mtls" else self.transport
+
+    def channel(self, service_or_target: str) -> grpc.Channel:
+        """A channel of its own (close it) to a service of the stack (or an address), as the CLI."""
+        address = self.target(service_or_target) if service_or_target in BY_NAME else service_or_target
+        return open_channel(address, self.transport)
+
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return citetrace(*args, timeout=timeout)
 
@@ -83,7 +100,7 @@ class Stack:
 
     def ask(self, question: str, tenant: str = "acme-health", roles=("patient",), target: str | None = None,
             locations=(), timeout: float = 30, **fields) -> pb.AskResponse:
-        with grpc.insecure_channel(target or self.target("orchestrator")) as channel:
+        with self.channel(target or "orchestrator") as channel:
             return pb_grpc.OrchestratorServiceStub(channel).Ask(
                 pb.AskRequest(question=question, **fields), timeout=timeout,
                 metadata=bearer_metadata(self.token(tenant, roles, locations)))
@@ -93,7 +110,7 @@ class Stack:
         """The trace record; the orchestrator delivers it in the background (its durable outbox), so
         a record asked for right after the answer may need a moment: NOT_FOUND is retried up to 10 s."""
         deadline = time.monotonic() + 10
-        with grpc.insecure_channel(self.target("trace")) as channel:
+        with self.channel("trace") as channel:
             while True:
                 try:
                     return trace_grpc.TraceServiceStub(channel).GetTrace(
@@ -115,6 +132,7 @@ class Stack:
         env.update({
             "OPENBLAS_NUM_THREADS": "1",
             **auth_env(self.auth),
+            **(local_ca(self.data_dir).issue(name).env() if self.transport.mode == "mtls" else {}),
             f"{info.env_prefix}PORT": str(port),
             f"{info.env_prefix}METRICS_PORT": "-1",
         })
@@ -137,7 +155,7 @@ class Stack:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with {proc.returncode}; see {data_dir}")
-            if health_of(address, timeout=0.5) == "SERVING":
+            if health_of(address, timeout=0.5, transport=self.transport) == "SERVING":
                 return address
             time.sleep(0.2)
         raise RuntimeError(f"{name} on {address} did not become SERVING")

@@ -64,6 +64,7 @@ class HealthWatch:
 
     def __init__(self, stack, names: list[str]) -> None:
         self.targets = {name: stack.target(name) for name in names}
+        self.transport = stack.transport
         self.console_url = read_state(stack.data_dir)["services"]["console"]["url"]
         self.not_serving: list[tuple[str, str]] = []
         self.samples = 0
@@ -73,7 +74,7 @@ class HealthWatch:
     def _run(self) -> None:
         while not self._stop.is_set():
             for name, target in self.targets.items():
-                health = health_of(target, timeout=2.0)
+                health = health_of(target, timeout=2.0, transport=self.transport)
                 if health != "SERVING":
                     self.not_serving.append((name, health))
             console = web_health_of(self.console_url, timeout=2.0)
@@ -102,7 +103,7 @@ def _wait_serving_again(stack, old_pid: int, timeout: float = 120) -> float:
     while time.monotonic() < deadline:
         if _retrieval_pid(stack) != old_pid:
             checked = time.monotonic()
-            if health_of(stack.target("retrieval"), timeout=0.5) == "SERVING":
+            if health_of(stack.target("retrieval"), timeout=0.5, transport=stack.transport) == "SERVING":
                 return checked
         time.sleep(0.02)
     raise AssertionError(f"retrieval not SERVING again within {timeout} s; see {stack.data_dir / 'logs'}")
@@ -155,7 +156,7 @@ def test_citetrace_restart_retrieval_is_reported_and_the_stack_answers(stack):
     new_pid = _retrieval_pid(stack)
     assert new_pid != old_pid and not _alive(old_pid) and _alive(new_pid)
     assert f"retrieval restarted (pid {old_pid} -> {new_pid}), SERVING after" in restart.stdout
-    assert health_of(stack.target("retrieval")) == "SERVING"
+    assert health_of(stack.target("retrieval"), transport=stack.transport) == "SERVING"
     assert watch.not_serving == [], watch.not_serving
     up_log = (stack.data_dir / "logs" / "up.log").read_text()
     assert f"restart of retrieval (pid {old_pid}) requested" in up_log

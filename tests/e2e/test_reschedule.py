@@ -36,7 +36,7 @@ def patient(stack, ref):
 
 
 def ask_as(stack, metadata, question):
-    with grpc.insecure_channel(stack.target("orchestrator")) as channel:
+    with stack.channel("orchestrator") as channel:
         return pb_grpc.OrchestratorServiceStub(channel).Ask(pb.AskRequest(question=question), timeout=60,
                                                             metadata=metadata)
 
@@ -46,7 +46,7 @@ def kinds(response):
 
 
 def gateway(stack, method, request, metadata):
-    with grpc.insecure_channel(stack.target("scheduler_gateway")) as channel:
+    with stack.channel("scheduler_gateway") as channel:
         return getattr(sched_grpc.SchedulerGatewayServiceStub(channel), method)(request, timeout=15, metadata=metadata)
 
 
@@ -54,7 +54,7 @@ def links_of(stack, trace_id, want, wait=20.0):
     """The chain links naming this Ask (the gateway relays action events in the background)."""
     deadline = time.monotonic() + wait
     auditor = bearer_metadata(mint_token(stack.auth, tenant_id=TENANT, subject="e2e-auditor", roles=["auditor"]))
-    with grpc.insecure_channel(stack.target("trace")) as channel:
+    with stack.channel("trace") as channel:
         stub = trace_grpc.TraceServiceStub(channel)
         while True:
             links = stub.ListChainLinks(trace_pb.ListChainLinksRequest(subject_trace_id=trace_id), timeout=10,
@@ -164,7 +164,7 @@ def test_a_new_phone_number_is_a_verification_next_action(stack):
 def test_a_retried_ask_with_its_idempotency_key_gets_the_original_answer(stack):
     me = patient(stack, "acme-patient-0001")
     question = "When should I arrive for my appointment at Northside Family Clinic?"
-    with grpc.insecure_channel(stack.target("orchestrator")) as channel:
+    with stack.channel("orchestrator") as channel:
         ask = pb_grpc.OrchestratorServiceStub(channel).Ask
         first = ask(pb.AskRequest(question=question, idempotency_key="e2e-ask-retry-1"), timeout=60, metadata=me)
         again = ask(pb.AskRequest(question=question, idempotency_key="e2e-ask-retry-1"), timeout=60, metadata=me)

@@ -134,7 +134,7 @@ class PassageInfo:
 def ingest_for_gold(stack: Stack, corpus: Path = CORPUS) -> dict[str, PassageInfo]:
     """Ingests every sample file through the API (idempotent) and returns its passages with text."""
     passages: dict[str, PassageInfo] = {}
-    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+    with stack.channel("retrieval") as channel:
         stub = ret_grpc.RetrievalServiceStub(channel)
         for path in collect([corpus]):
             source = parse_file(path)
@@ -210,7 +210,7 @@ def ask_case(stack: Stack, case: Case, target: str) -> Observation:
     from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
     from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 
-    with grpc.insecure_channel(target) as channel:
+    with stack.channel(target) as channel:
         try:
             response = pb_grpc.OrchestratorServiceStub(channel).Ask(
                 pb.AskRequest(question=case.question, location_id=case.location, locale=case.locale), timeout=30,

@@ -46,7 +46,7 @@ def probe(monkeypatch):
     def start(warm_seconds: float, call_meanwhile=None) -> tuple[subprocess.Popen, float, list]:
         """The probe server; returns once it is SERVING (and its time), with the outcomes of
         `call_meanwhile` called every 20 ms until then."""
-        env = {**os.environ, "CITETRACE_AUTH_HS256_SECRET": secret}
+        env = {**os.environ, "CITETRACE_AUTH_HS256_SECRET": secret, "CITETRACE_TLS_MODE": "plaintext"}
         proc = subprocess.Popen([sys.executable, str(SERVER), str(port), str(warm_seconds)], env=env,
                                 stdout=subprocess.PIPE, text=True)
         procs.append(proc)

@@ -11,13 +11,13 @@ import subprocess
 import sys
 import time
 
-import grpc
 import httpx
 import pytest
 from citetrace.kit.stack import CONSOLE, SERVICES
+from citetrace.kit.tls import open_channel
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from apps.cli.common import read_state
+from apps.cli.common import cli_transport, read_state
 from apps.cli.stack import _alive, health_of
 
 pytestmark = pytest.mark.slow
@@ -28,8 +28,8 @@ def _citetrace(*args: str, **kwargs) -> subprocess.CompletedProcess:
                           timeout=240, **kwargs)
 
 
-def _list_services(address: str) -> set[str]:
-    with grpc.insecure_channel(address) as channel:
+def _list_services(address: str, transport) -> set[str]:
+    with open_channel(address, transport) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         replies = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
         return {svc.name for reply in replies for svc in reply.list_services_response.service}
@@ -60,9 +60,11 @@ def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
         assert f"console: open {console_url} in a browser" in "".join(lines) + status.stdout
         assert httpx.get(console_url + "/sign-in").status_code == 200
         state = read_state(data_dir)["services"]
+        assert read_state(data_dir)["tls"] == "mtls"
+        transport = cli_transport(data_dir)  # the CLI's certificate from the stack's CA
         pids = [entry["pid"] for entry in state.values()]
         for info in SERVICES:
-            assert info.full_name in _list_services(f"127.0.0.1:{state[info.name]['port']}")
+            assert info.full_name in _list_services(f"127.0.0.1:{state[info.name]['port']}", transport)
         # Supervision: the trace service killed -> restarted and logged; the others never stop serving.
         killed = state["trace"]["pid"]
         others = [info for info in SERVICES if info.name != "trace"]
@@ -71,9 +73,9 @@ def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and restarted is None:
             not_serving += [info.name for info in others
-                            if health_of(f"127.0.0.1:{state[info.name]['port']}", timeout=2.0) != "SERVING"]
+                            if health_of(f"127.0.0.1:{state[info.name]['port']}", timeout=2.0, transport=transport) != "SERVING"]
             current = read_state(data_dir)["services"]["trace"]
-            if current["pid"] != killed and health_of(f"127.0.0.1:{current['port']}", timeout=0.5) == "SERVING":
+            if current["pid"] != killed and health_of(f"127.0.0.1:{current['port']}", timeout=0.5, transport=transport) == "SERVING":
                 restarted = current
             time.sleep(0.05)
         assert restarted is not None, "the killed trace service came back"

@@ -15,7 +15,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import grpc  # noqa: E402
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb  # noqa: E402
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc  # noqa: E402
 
@@ -49,7 +48,7 @@ def main() -> int:
         stack.cli("slots", "load", str(ROOT / "deploy" / "samples" / "slots.yaml"))
         token = dev_token(stack.data_dir, "acme-health", ["patient"])
         walls = []
-        with grpc.insecure_channel(stack.target("orchestrator")) as ch:
+        with stack.channel("orchestrator") as ch:
             for _ in range(args.repeat):
                 started = time.perf_counter()
                 reply = pb_grpc.OrchestratorServiceStub(ch).Ask(

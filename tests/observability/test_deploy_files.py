@@ -22,6 +22,7 @@ from citetrace.kit.auth import AUTH_PREFIX, AuthSettings
 from citetrace.kit.balancing import GRPC_PREFIX, GrpcSettings, client_options, server_options
 from citetrace.kit.settings import env_names, load_settings
 from citetrace.kit.stack import SERVICES, WEB_APPS, WebAppInfo
+from citetrace.kit.tls import TLS_PREFIX, TransportSettings
 
 from observability.conftest import DEPLOY, ROOT, ensure_tool
 
@@ -45,7 +46,7 @@ def check_env(info, env: dict[str, str], where: str) -> None:
     """Every variable is known, and the values load through the settings classes."""
     cls, prefix = settings_class(info)
     known = (set(env_names(cls, prefix)) | set(env_names(AuthSettings, AUTH_PREFIX))
-             | set(env_names(GrpcSettings, GRPC_PREFIX)) | RUNTIME_ENV)
+             | set(env_names(GrpcSettings, GRPC_PREFIX)) | set(env_names(TransportSettings, TLS_PREFIX)) | RUNTIME_ENV)
     unknown = sorted(set(env) - known)
     assert not unknown, f"{where}: {info.name} sets variables its settings do not read: {unknown}"
     resolved = {k: re.sub(r"\$\{[^}]*\}", "x" * 40, v) for k, v in env.items()}
@@ -54,6 +55,8 @@ def check_env(info, env: dict[str, str], where: str) -> None:
     load_settings(cls, prefix, {**secrets, **resolved})
     load_settings(AuthSettings, AUTH_PREFIX, {**resolved, "CITETRACE_AUTH_HS256_SECRET": "s" * 40})
     load_settings(GrpcSettings, GRPC_PREFIX, resolved)
+    if any(key.startswith(TLS_PREFIX) for key in resolved):  # the workloads set them, the images do not
+        load_settings(TransportSettings, TLS_PREFIX, resolved)
 
 
 def test_generated_deploy_files_are_fresh():

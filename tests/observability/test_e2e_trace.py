@@ -90,7 +90,7 @@ def test_one_question_gives_one_span_tree_with_every_stage(traced_stack):
     assert stack.ingest.returncode == 0 and stack.slots.returncode == 0, "sample data did not load"
     token = dev_token(stack.data_dir, "acme-health", ["patient"])
     before = {name: stack.scrape(name) for name in (i.name for i in SERVICES)}
-    with grpc.insecure_channel(stack.target("orchestrator")) as ch:
+    with stack.channel("orchestrator") as ch:
         try:
             reply = orch_grpc.OrchestratorServiceStub(ch).Ask(
                 orch_pb2.AskRequest(question=QUESTION, location_id=LOCATION), metadata=[("authorization", f"Bearer {token}")], timeout=60)

@@ -136,6 +136,7 @@ def test_init_service_metrics_creates_zero_series_for_owned_counters():
 
 
 def test_container_healthcheck_follows_the_grpc_health_protocol(auth):
+    import os
     import subprocess
     import sys
 
@@ -144,7 +145,8 @@ def test_container_healthcheck_follows_the_grpc_health_protocol(auth):
 
     def probe(address: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "citetrace.kit.healthcheck", address, "--timeout", "2"],
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "CITETRACE_TLS_MODE": "plaintext"})  # as `serving` runs
 
     with serving(spec, auth, warm=False) as runner:
         cold = probe(runner.address)

@@ -116,7 +116,7 @@ def prometheus(traced_stack, prometheus_bin, tmp_path_factory):
 def send_traffic(stack) -> None:
     token = dev_token(stack.data_dir, "acme-health", ["patient"])
     metadata = [("authorization", f"Bearer {token}")]
-    with grpc.insecure_channel(stack.target("orchestrator")) as ch:
+    with stack.channel("orchestrator") as ch:
         try:
             orch_grpc.OrchestratorServiceStub(ch).Ask(
                 orch_pb2.AskRequest(question="When should I arrive for my appointment?", location_id="acme-northside"),
@@ -125,7 +125,7 @@ def send_traffic(stack) -> None:
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.UNIMPLEMENTED:
                 raise
-    with grpc.insecure_channel(stack.target("retrieval")) as ch:  # before the orchestrator lands
+    with stack.channel("retrieval") as ch:  # before the orchestrator lands
         ret_grpc.RetrievalServiceStub(ch).Search(
             ret_pb2.SearchRequest(query="arrive before appointment", k=5), metadata=metadata, timeout=30)
 

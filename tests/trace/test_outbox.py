@@ -155,7 +155,8 @@ def start_service(port: int, data_dir: Path, auth, log: Path, database_url: str 
                   ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_TRACE_", "CITETRACE_AUTH_"))}
     env.update({"CITETRACE_TRACE_PORT": str(port), "CITETRACE_TRACE_METRICS_PORT": "-1",
-                "CITETRACE_TRACE_DATA_DIR": str(data_dir), **auth_env(auth, signing=False)})
+                "CITETRACE_TRACE_DATA_DIR": str(data_dir), **auth_env(auth, signing=False),
+                "CITETRACE_TLS_MODE": "plaintext"})
     if database_url:
         env["CITETRACE_TRACE_DATABASE_URL"] = database_url
     proc = subprocess.Popen([sys.executable, "-m", "services.trace"], cwd=REPO, env=env,

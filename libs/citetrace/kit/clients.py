@@ -1,5 +1,5 @@
-"""Client helpers: channels with OpenTelemetry context propagation, the caller's bearer token
-forwarded downstream, a deadline on every call (never longer than the incoming call's), and the one
+"""Client helpers: channels with OpenTelemetry context propagation and mutual TLS (the process's
+certificate, kit.tls; CITETRACE_TLS_*), the caller's bearer token forwarded downstream, a deadline on every call (never longer than the incoming call's), and the one
 mapping of a failed call to the kit's DomainError (`domain_error`), so callers branch on domain
 errors and never on grpc status codes."""
 
@@ -19,6 +19,7 @@ from citetrace.kit import errors
 from citetrace.kit.auth import bearer_metadata
 from citetrace.kit.balancing import client_options, grpc_settings
 from citetrace.kit.context import current_token, remaining_seconds
+from citetrace.kit.tls import PEER_METADATA, TransportSettings, open_channel, transport_from_environment
 
 Stub = TypeVar("Stub")
 
@@ -29,6 +30,37 @@ DEADLINE_RESERVE_SECONDS = 0.02
 _channels: dict[str, grpc.Channel] = {}
 _raw_channels: dict[str, grpc.Channel] = {}
 _lock = threading.Lock()
+_transport: list[TransportSettings] = []  # read from the environment on first use
+_transport_lock = threading.Lock()  # not _lock: channel() reads the transport while holding that
+_identity: list[str] = [""]
+
+
+def transport() -> TransportSettings:
+    """This process's transport settings (CITETRACE_TLS_*, read once, unless configured)."""
+    with _transport_lock:
+        if not _transport:
+            _transport.append(transport_from_environment())
+        return _transport[0]
+
+
+def configured() -> bool:
+    """Whether this process's transport settings are fixed already (read or configured)."""
+    with _transport_lock:
+        return bool(_transport)
+
+
+def configure_transport(settings: TransportSettings) -> None:
+    """Sets this process's transport settings instead of the environment's (in-process tests and
+    benchmarks; the CLI with the local stack's certificate). Closes the channels opened so far."""
+    close_channels()
+    with _transport_lock:
+        _transport[:] = [settings]
+
+
+def set_process_identity(name: str) -> None:
+    """The service this process is (run_service sets it): the identity its calls claim in plaintext
+    development mode, where no certificate says so."""
+    _identity[0] = name
 
 
 # Recovery: a downstream that was restarted is used again within ~1 s of its SERVING. Reconnect
@@ -54,8 +86,8 @@ def channel(target: str) -> grpc.Channel:
             # round_robin over every address the target resolves to (a headless Service:
             # dns:///name:port), health-checked, keepalive (citetrace.kit.balancing,
             # CITETRACE_GRPC_*); the short reconnect backoff of RECONNECT_OPTIONS.
-            raw = grpc.insecure_channel(target, options=[*client_options(grpc_settings()),
-                                                         ("grpc.enable_retries", 0), *RECONNECT_OPTIONS])
+            raw = open_channel(target, transport(), options=[*client_options(grpc_settings()),
+                                                             ("grpc.enable_retries", 0), *RECONNECT_OPTIONS])
             # The OTel client interceptor is a grpcext interceptor, not a grpc.*ClientInterceptor:
             # grpc.intercept_channel rejects it, grpcext.intercept_channel wraps it.
             _raw_channels[target] = raw
@@ -85,10 +117,16 @@ def effective_timeout(timeout: float | None = None) -> float:
     return wanted
 
 
-def call(method: Callable[..., Any], request: Any, *, timeout: float | None = None, token: str | None = None) -> Any:
-    """Calls a unary RPC with a deadline and the bearer token of the current call (or `token`)."""
+def call(method: Callable[..., Any], request: Any, *, timeout: float | None = None, token: str | None = None,
+         caller: str = "") -> Any:
+    """Calls a unary RPC with a deadline and the bearer token of the current call (or `token`). In
+    plaintext development mode the call claims to come from `caller` (else this process's service);
+    under mTLS the certificate says who calls and no claim is sent."""
     bearer = token or current_token()
-    metadata = bearer_metadata(bearer) if bearer else ()
+    metadata: tuple[tuple[str, str], ...] = bearer_metadata(bearer) if bearer else ()
+    claimed = caller or _identity[0]
+    if claimed and transport().plaintext:
+        metadata = (*metadata, (PEER_METADATA, claimed))
     return method(request, timeout=effective_timeout(timeout), metadata=metadata)
 
 
@@ -138,9 +176,9 @@ def domain_error(error: grpc.RpcError, service: str) -> errors.DomainError:
 
 
 def invoke(method: Callable[..., Any], request: Any, service: str, *, timeout: float | None = None,
-           token: str | None = None) -> Any:
+           token: str | None = None, caller: str = "") -> Any:
     """`call`, with a failure raised as the DomainError of `domain_error`."""
     try:
-        return call(method, request, timeout=timeout, token=token)
+        return call(method, request, timeout=timeout, token=token, caller=caller)
     except grpc.RpcError as err:
         raise domain_error(err, service) from None

@@ -14,6 +14,9 @@ from citetrace.kit.errors import DeadlineExceeded, Unauthenticated
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("principal", default=None)
 _token: contextvars.ContextVar[str | None] = contextvars.ContextVar("token", default=None)
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+# The calling service's identity (kit.tls.peer_identity: its mTLS certificate's SAN URI), '' for a
+# caller that is no service of ours.
+_peer: contextvars.ContextVar[str] = contextvars.ContextVar("peer", default="")
 
 
 def current_principal() -> Principal:
@@ -25,6 +28,11 @@ def current_principal() -> Principal:
 
 def current_token() -> str | None:
     return _token.get()
+
+
+def current_peer() -> str:
+    """The service that made the current call ('' when none of ours did)."""
+    return _peer.get()
 
 
 def remaining_seconds() -> float | None:
@@ -45,15 +53,18 @@ def check_deadline(what: str) -> None:
 
 
 @contextlib.contextmanager
-def call_context(principal: Principal | None, token: str | None, timeout: float | None) -> Iterator[None]:
+def call_context(principal: Principal | None, token: str | None, timeout: float | None,
+                 peer: str = "") -> Iterator[None]:
     tokens = (
         _principal.set(principal),
         _token.set(token),
         _deadline.set(None if timeout is None else time.monotonic() + timeout),
     )
+    peer_token = _peer.set(peer)
     try:
         yield
     finally:
+        _peer.reset(peer_token)
         _deadline.reset(tokens[2])
         _token.reset(tokens[1])
         _principal.reset(tokens[0])

@@ -3,7 +3,8 @@
     python -m citetrace.kit.healthcheck 127.0.0.1:50052 [--service NAME] [--timeout 2]
 
 Exit 0 when the server answers SERVING, 1 otherwise (NOT_SERVING while warming up or draining,
-unreachable, or timed out). Used by the Dockerfiles' HEALTHCHECK; Kubernetes uses native gRPC probes."""
+unreachable, or timed out). Used by the Dockerfiles' HEALTHCHECK and the Kubernetes exec probes; it
+connects with the process's own transport settings (CITETRACE_TLS_*: its certificate under mTLS)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import sys
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from citetrace.kit.tls import open_channel, transport_from_environment
+
 
 def check(target: str, service: str = "", timeout: float = 2.0) -> str:
     """SERVING, NOT_SERVING, SERVICE_UNKNOWN, UNKNOWN, or the gRPC status code name on failure."""
-    with grpc.insecure_channel(target) as channel:
+    with open_channel(target, transport_from_environment()) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout)

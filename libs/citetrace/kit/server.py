@@ -23,6 +23,8 @@ from opentelemetry.instrumentation.grpc import server_interceptor as otel_server
 
 from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, TokenVerifier
 from citetrace.kit.balancing import GrpcSettings, grpc_settings, server_options
+from citetrace.kit.clients import set_process_identity
+from citetrace.kit.clients import transport as process_transport
 from citetrace.kit.context import call_context
 from citetrace.kit.errors import Code, DomainError, InvalidArgument
 from citetrace.kit.metrics import (
@@ -34,6 +36,12 @@ from citetrace.kit.metrics import (
 )
 from citetrace.kit.settings import ServerSettings, load_settings
 from citetrace.kit.telemetry import TraceContextFilter, flush_telemetry, setup_tracing
+from citetrace.kit.tls import (
+    TransportSettings,
+    peer_identity,
+    server_credentials,
+    warn_if_plaintext,
+)
 from citetrace.kit.validation import validate_request
 
 log = logging.getLogger("citetrace.server")
@@ -102,8 +110,10 @@ class KitInterceptor(grpc.ServerInterceptor):
     """Authenticates, maps domain errors to google.rpc.Status with ErrorInfo, records metrics."""
 
     def __init__(self, service: str, verifier: TokenVerifier,
-                 refused: Callable[[str, Any, DomainError], None] | None = None) -> None:
+                 refused: Callable[[str, Any, DomainError], None] | None = None,
+                 transport: TransportSettings | None = None) -> None:
         self._service = service
+        self._transport = transport if transport is not None else TransportSettings(mode="plaintext")
         self._refused = refused
         self._domain = f"{service}.citetrace"
         self._verifier = verifier
@@ -123,16 +133,17 @@ class KitInterceptor(grpc.ServerInterceptor):
             code_name = "OK"
             try:
                 principal, token = self._verifier.verify_metadata(context.invocation_metadata())
+                peer = peer_identity(context.auth_context(), context.invocation_metadata(), self._transport)
                 request = None
                 try:
                     request = _decode(deserialize, raw)
                     validate_request(request)
                 except DomainError as refusal:
                     if self._refused is not None:
-                        with call_context(principal, token, context.time_remaining()):
+                        with call_context(principal, token, context.time_remaining(), peer):
                             self._refused(short_method, request, refusal)
                     raise
-                with call_context(principal, token, context.time_remaining()):
+                with call_context(principal, token, context.time_remaining(), peer):
                     return behavior(request, context)
             except DomainError as err:
                 code_name = err.code.value
@@ -176,9 +187,12 @@ class ServiceRunner:
     """Start, warm up, serve, drain. Usable in-process (tests: port 0) and from a service main."""
 
     def __init__(self, spec: ServiceSpec, server_settings: ServerSettings, auth_settings: AuthSettings,
-                 balancing: GrpcSettings | None = None) -> None:
+                 balancing: GrpcSettings | None = None, transport: TransportSettings | None = None) -> None:
         self.spec = spec
         self.settings = server_settings
+        # Mutual TLS (CITETRACE_TLS_*; kit.tls): callers present a certificate of our CA.
+        # By default the process's own (kit.clients.transport: the environment's, unless configured).
+        self.transport = transport if transport is not None else process_transport()
         # Connection age and keepalive (CITETRACE_GRPC_*): new pods receive traffic.
         self.balancing = balancing if balancing is not None else grpc_settings()
         self._verifier = TokenVerifier(auth_settings)
@@ -200,7 +214,8 @@ class ServiceRunner:
         setup_tracing(f"citetrace-{self.spec.name}")
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=self.settings.max_workers, thread_name_prefix=self.spec.name),
-            interceptors=[otel_server_interceptor(), KitInterceptor(self.spec.name, self._verifier, self.spec.refused)],
+            interceptors=[otel_server_interceptor(),
+                          KitInterceptor(self.spec.name, self._verifier, self.spec.refused, self.transport)],
             options=[("grpc.so_reuseport", 0),
                      ("grpc.max_receive_message_length", self.spec.max_receive_message_bytes),
                      *server_options(self.balancing)],
@@ -213,7 +228,10 @@ class ServiceRunner:
         reflection.enable_server_reflection(
             (self.spec.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
-        self.port = server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
+        address = f"{self.settings.host}:{self.settings.port}"
+        warn_if_plaintext(self.transport, self.spec.name)
+        self.port = (server.add_insecure_port(address) if self.transport.plaintext
+                     else server.add_secure_port(address, server_credentials(self.transport)))
         if self.port == 0:
             raise RuntimeError(f"{self.spec.name}: could not bind {self.settings.host}:{self.settings.port}")
         server.start()
@@ -283,6 +301,7 @@ def run_service(
     for handler in logging.getLogger().handlers:
         handler.addFilter(TraceContextFilter())
     spec = spec_factory(settings)
+    set_process_identity(spec.name)
     runner = ServiceRunner(spec, settings, auth)
     runner.start()
     log.info("%s listening on %s (metrics port %s); warming up", spec.name, runner.address, runner.metrics_port)

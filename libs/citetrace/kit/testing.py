@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from citetrace.kit import clients
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
 from citetrace.kit.server import ServiceRunner, ServiceSpec
 from citetrace.kit.settings import ServerSettings
+from citetrace.kit.tls import PLAINTEXT
 
 
 def test_auth_settings() -> AuthSettings:
@@ -44,9 +47,19 @@ def install_dev_issuer(auth: AuthSettings, data_dir: Path) -> None:
     shutil.copyfile(auth.rs256_public_key_file, data_dir / "issuer-key.pub.pem")
 
 
+def plaintext_unless_configured() -> None:
+    """In-process tests and benchmarks talk plaintext (the development setting) unless the
+    environment sets CITETRACE_TLS_MODE."""
+    if not os.environ.get("CITETRACE_TLS_MODE"):
+        clients.configure_transport(PLAINTEXT)
+
+
 @contextlib.contextmanager
 def serving(spec: ServiceSpec, auth: AuthSettings, *, warm: bool = True, grace: float = 0.5) -> Iterator[ServiceRunner]:
-    """Runs one service in-process on a free port until the block ends."""
+    """Runs one service in-process on a free port until the block ends (plaintext, with this
+    process's client channels, unless CITETRACE_TLS_MODE says otherwise)."""
+    if not clients.configured():
+        plaintext_unless_configured()
     runner = ServiceRunner(spec, ServerSettings(port=0, metrics_port=-1, grace_seconds=grace), auth)
     runner.start()
     try:

@@ -38,7 +38,7 @@ class TraceClient:
 
     def record_trace(self, record: trace_pb.TraceRecord) -> trace_pb.RecordTraceResponse:
         return invoke(self._stub.RecordTrace, trace_pb.RecordTraceRequest(record=record), SERVICE,
-                      timeout=self.timeout, token=self._token(record.tenant_id))
+                      timeout=self.timeout, token=self._token(record.tenant_id), caller=self.caller)
 
     def record_version_event(self, tenant_id: str, version_id: str, kind: int,
                              replaced_by_version_id: str = "") -> int:
@@ -46,10 +46,10 @@ class TraceClient:
         request = trace_pb.RecordVersionEventRequest(version_id=version_id, kind=kind,
                                                      replaced_by_version_id=replaced_by_version_id)
         reply = invoke(self._stub.RecordVersionEvent, request, SERVICE, timeout=self.timeout,
-                       token=self._token(tenant_id))
+                       token=self._token(tenant_id), caller=self.caller)
         return reply.affected_traces
 
     def record_action_event(self, tenant_id: str, event: trace_pb.ActionEvent) -> trace_pb.RecordActionEventResponse:
         """A workflow action as a link of the tenant's chain (idempotent by event ID)."""
         return invoke(self._stub.RecordActionEvent, trace_pb.RecordActionEventRequest(event=event), SERVICE,
-                      timeout=self.timeout, token=self._token(tenant_id))
+                      timeout=self.timeout, token=self._token(tenant_id), caller=self.caller)

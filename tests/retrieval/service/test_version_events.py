@@ -170,7 +170,7 @@ def test_citetrace_up_tells_retrieval_where_trace_listens(tmp_path):
     from apps.cli import stack
 
     info = next(i for i in SERVICES if i.name == "retrieval")
-    env = stack._service_env(info, tmp_path, 100, "s" * 40)
+    env = stack._service_env(info, tmp_path, 100)
     assert env["CITETRACE_RETRIEVAL_TRACE_TARGET"] == "127.0.0.1:50156"
     assert not any(k.startswith("CITETRACE_RETRIEVAL_") and k.endswith("_TARGET") and "TRACE" not in k for k in env)
 
