@@ -1,9 +1,9 @@
 """The property-based fuzz suite of the RPC edges (issue 17 §3), shared by every service's fuzz test
 (tests/<service>/test_fuzz_<service>.py). Generic over the proto descriptors: requests generated from
 the request message's descriptor (any field, any enum number, any Timestamp, long and odd strings,
-maps, a few levels deep), valid seed requests with one field replaced by a generated value, seed
-bytes flipped, cut or extended, and raw bytes; each sent over real gRPC with a token of every role,
-a token of another tenant, an expired one, a garbage one or none.
+maps, a few levels deep), valid seed requests with one field (at the top or at any depth) replaced
+by a generated value, seed bytes flipped, cut or extended, and raw bytes; each sent over real gRPC
+with a token of every role, a token of another tenant, an expired one, a garbage one or none.
 
 A service's test builds a `World` (its running service on real gRPC, its stores' row counter, its
 valid seed requests) and calls `check` for each example. Properties checked per call:
@@ -165,6 +165,38 @@ def _mutate_one_field(desc: Descriptor, seed: dict):
         lambda f: field_values(f).map(lambda v, f=f: {**seed, f.name: v}))
 
 
+def _paths(desc: Descriptor, values: dict, prefix: tuple = ()) -> list[tuple[tuple, FieldDescriptor]]:
+    """Every field the seed could have at any depth, by path (field names and list indexes): the
+    fields it sets and the ones it leaves empty inside the messages it sets."""
+    out = []
+    for f in desc.fields:
+        out.append(((*prefix, f.name), f))
+        value = values.get(f.name)
+        if f.type != FieldDescriptor.TYPE_MESSAGE or value is None or _map_entry(f):
+            continue
+        if f.is_repeated:
+            for i, item in enumerate(value):
+                out.extend(_paths(f.message_type, item, (*prefix, f.name, i)))
+        else:
+            out.extend(_paths(f.message_type, value, (*prefix, f.name)))
+    return out
+
+
+def _replaced(values, path: tuple, new):
+    """A copy of nested `values` with the value at `path` replaced."""
+    head, *rest = path
+    copy = list(values) if isinstance(values, list) else dict(values)
+    copy[head] = new if not rest else _replaced(values[head], tuple(rest), new)
+    return copy
+
+
+def _mutate_deep(desc: Descriptor, seed: dict):
+    """The seed with one field at any depth replaced (the rest stays valid, so the request gets past
+    the checks of its other fields and reaches deeper code)."""
+    return st.sampled_from(_paths(desc, seed)).flatmap(
+        lambda pf: field_values(pf[1]).map(lambda v, pf=pf: _replaced(seed, pf[0], v)))
+
+
 def _mutate_bytes(raw: bytes):
     """The seed's bytes with one byte changed, cut short, or with junk appended."""
     if not raw:
@@ -233,8 +265,10 @@ def mutated_calls(world: World):
         seed = world.seeds.get(m.name)
         if seed is None:
             return message_values(m.input_type).map(lambda v: build(m.input_type, v).SerializeToString())
+        values = values_of(seed)
         return st.one_of(
-            _mutate_one_field(m.input_type, values_of(seed)).map(lambda v: build(m.input_type, v).SerializeToString()),
+            _mutate_one_field(m.input_type, values).map(lambda v: build(m.input_type, v).SerializeToString()),
+            _mutate_deep(m.input_type, values).map(lambda v: build(m.input_type, v).SerializeToString()),
             _mutate_bytes(seed.SerializeToString()))
 
     return st.sampled_from(world.methods).flatmap(

@@ -37,8 +37,7 @@ def _seeds() -> dict:
     return {
         "FindSlots": pb.FindSlotsRequest(specialty="cardiology", location_id="acme-northside", start_time=start,
                                          page_size=5),
-        "ConfirmSlot": pb.ConfirmSlotRequest(slot_id="ns-1", expected_version=1, patient_ref="pat-1",
-                                             idempotency_key="fuzz-key-1"),
+        "ConfirmSlot": pb.ConfirmSlotRequest(slot_id="ns-1", expected_version=1, patient_ref="pat-1"),
         "ListLocations": pb.ListLocationsRequest(page_size=5),
         "ListAppointments": pb.ListAppointmentsRequest(patient_ref="pat-1"),
         "GetAppointment": pb.GetAppointmentRequest(appointment_id="appt-1"),
