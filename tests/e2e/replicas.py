@@ -142,7 +142,8 @@ class ReplicatedStack:
 
 def _base_env(auth: AuthSettings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITETRACE_", "OTEL_"))}
-    env.update({"OPENBLAS_NUM_THREADS": "1", **auth_env(auth)})
+    # Plaintext, explicitly (a development setting), like this test process's own channels.
+    env.update({"OPENBLAS_NUM_THREADS": "1", **auth_env(auth), "CITETRACE_TLS_MODE": "plaintext"})
     return env
 
 
