@@ -101,10 +101,13 @@ class Replica:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
 
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
+    def terminate(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+
+    def wait_stopped(self) -> None:
+        if self.proc is None:
             return
-        self.proc.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=15)
         if self.proc.poll() is None:
@@ -149,7 +152,7 @@ def _base_env(auth: AuthSettings) -> dict[str, str]:
 
 def _service_settings(stack: ReplicatedStack, service: str, data_dir: Path, keys: Path) -> dict[str, str]:
     """The settings of one replica, without prefix (upper-cased into CITETRACE_<SERVICE>_*)."""
-    settings = {"metrics_port": "-1", "data_dir": str(data_dir)}
+    settings = {"metrics_port": "-1", "data_dir": str(data_dir), "grace_seconds": "1"}
     if service in stack.database_urls:
         settings["database_url"] = stack.database_urls[service]
     if service == "retrieval":
@@ -244,9 +247,11 @@ def replicated_stack(root: Path, auth: AuthSettings, admin_postgres_url: str, op
             stack.restart(*(replica for group in stack.replicas.values() for replica in group))
             yield stack
         finally:
-            for group in stack.replicas.values():
-                for replica in group:
-                    replica.stop()
+            everyone = [replica for group in stack.replicas.values() for replica in group]
+            for replica in everyone:  # SIGTERM to all, then wait: the drains overlap
+                replica.terminate()
+            for replica in everyone:
+                replica.wait_stopped()
             delete_indices(opensearch_url, prefix)
 
 

@@ -30,6 +30,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import Counter
 
 import grpc
 import pytest
@@ -63,7 +64,15 @@ QUESTIONS = {
 }
 TWO_PART_Q = "Can I book cardiology tomorrow, and when should I arrive?"  # asks which clinic
 RETRY_SECONDS = 45.0
-RETRIED = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED}
+
+
+def retried(err: grpc.RpcError) -> bool:
+    """UNAVAILABLE, and ABORTED for a key still reserved by an Ask in flight (or on the killed replica)."""
+    if err.code() == grpc.StatusCode.UNAVAILABLE:
+        return True
+    info = clients.error_info(err)
+    return err.code() == grpc.StatusCode.ABORTED and info is not None and info.reason == "IDEMPOTENCY_KEY_IN_PROGRESS"
+
 ASK_THREADS = 3
 LOAD_BEFORE_KILL_SECONDS = 6.0
 TRACE_PAUSE_SECONDS = 1.5
@@ -90,7 +99,7 @@ def with_retries(call: Call, attempt) -> None:
             call.reply = attempt()
             return
         except grpc.RpcError as err:
-            if err.code() not in RETRIED or time.monotonic() > deadline:
+            if not retried(err) or time.monotonic() > deadline:
                 call.error = f"{err.code().name}: {err.details()}"
                 return
             call.failed_attempts.append(f"{err.code().name}: {err.details()}")
@@ -333,6 +342,9 @@ def test_two_replicas_of_each_survive_a_kill_with_no_lost_or_duplicated_evidence
                     assert version.version_id in found, f"retrieval-{replica.index} cannot find {call.subject}"
                 else:
                     assert version.version_id not in found, f"retrieval-{replica.index} still finds superseded {call.subject}"
+        asks_seen = Counter(a.split(":")[0] for call in all_asks for a in call.failed_attempts)
+        ingests_seen = Counter(a.split(":")[0] for call in work.ingests for a in call.failed_attempts)
+        print(f"failed attempts (retried): asks {dict(asks_seen)}, ingests {dict(ingests_seen)}")
         print(f"asks={len(work.asks)} conversations={len(work.turns)} ingests={len(work.ingests)} {counts} "
               f"chains={sizes} outbox_pending_at_kill={pending_at_kill} up={up_seconds:.1f}s "
               f"restart={restart_seconds:.1f}s")
