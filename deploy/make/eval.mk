@@ -1,11 +1,15 @@
 # Evaluation (issue 10): the labelled synthetic question set tests/eval/cases.yaml asked of the real
 # stack (six processes, embedded defaults), scored per stage; table on stdout, JSON in
 # bench/results/eval.json, compared with bench/results/eval-baseline.json (tolerance in the harness).
-# `make test` runs the same comparison as tests/eval/test_eval_regression.py.
+# `make test` runs the same comparison as tests/eval/test_eval_regression.py, on both search backends.
+# BACKEND=opensearch: retrieval on the local OpenSearch node (started if needed), JSON in
+# bench/results/eval-opensearch.json, compared with the same baseline and tolerance.
 .PHONY: eval eval-baseline
+BACKEND ?= embedded
+EVAL_JSON = bench/results/$(if $(filter opensearch,$(BACKEND)),eval-opensearch,eval).json
 
-eval: setup
-	PYTHONPATH=tests OPENBLAS_NUM_THREADS=1 $(PY) -m eval.harness --json bench/results/eval.json
+eval: setup $(if $(filter opensearch,$(BACKEND)),opensearch-up)
+	PYTHONPATH=tests OPENBLAS_NUM_THREADS=1 $(PY) -m eval.harness --backend $(BACKEND) --json $(EVAL_JSON)
 
 # Refresh the committed baseline on purpose (review the diff and say why in the commit).
 eval-baseline: setup

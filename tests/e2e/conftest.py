@@ -1,7 +1,12 @@
 """End-to-end fixtures: the six services as separate processes (`citetrace up --detach` on shifted
 ports and a temporary data dir), the sample corpus ingested and the sample slots loaded once per
-session; extra single-service processes (an orchestrator whose scheduler or retrieval is down, a
-generation service with the fault-injecting `test` backend) started on demand."""
+session and search backend; extra single-service processes (an orchestrator whose scheduler or
+retrieval is down, a generation service with the fault-injecting `test` backend) started on demand.
+
+The stack's retrieval runs on the embedded index unless a test asks for another backend:
+``@pytest.mark.parametrize("stack", BOTH_BACKENDS, indirect=True)`` runs it once per backend
+(OpenSearch: the local node, as tests/retrieval/opensearch_fixtures.py finds or starts it, on an
+index prefix of its own that is deleted afterwards)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +39,33 @@ from apps.cli.stack import health_of
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "deploy" / "samples" / "corpus"
 SLOTS = REPO / "deploy" / "samples" / "slots.yaml"
+BACKENDS = ("embedded", "opensearch")
+# For tests whose outcome depends on retrieval: once per search backend (one stack each per session).
+BOTH_BACKENDS = ["embedded", pytest.param("opensearch", marks=pytest.mark.opensearch)]
+
+
+@contextlib.contextmanager
+def backend_env(backend: str) -> Iterator[dict[str, str]]:
+    """The CITETRACE_RETRIEVAL_* settings that put a stack's retrieval on `backend`. OpenSearch: the
+    node of tests/retrieval/opensearch_fixtures.py (started if nothing answers), a fresh index prefix,
+    its indices deleted when the block ends."""
+    if backend == "embedded":
+        yield {"CITETRACE_RETRIEVAL_BACKEND": "embedded"}
+        return
+    if backend != "opensearch":
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    from retrieval.opensearch_fixtures import ensure_node
+
+    from services.retrieval.index.opensearch import OpenSearchBackend, OpenSearchConfig
+
+    url = ensure_node()
+    prefix = f"ct-e2e-{uuid.uuid4().hex[:10]}-"
+    try:
+        yield {"CITETRACE_RETRIEVAL_BACKEND": "opensearch", "CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS": url,
+               "CITETRACE_RETRIEVAL_OPENSEARCH_INDEX_PREFIX": prefix}
+    finally:
+        with contextlib.suppress(Exception):
+            OpenSearchBackend(OpenSearchConfig(hosts=(url,), index_prefix=prefix)).drop_all()
 
 
 def _free(port: int) -> bool:
@@ -73,6 +106,8 @@ class Stack:
     offset: int
     auth: AuthSettings
     procs: list[subprocess.Popen] = dataclasses.field(default_factory=list)
+    backend: str = "embedded"
+    retrieval_env: dict[str, str] = dataclasses.field(default_factory=dict)  # backend_env's settings
 
     def target(self, service: str) -> str:
         return f"127.0.0.1:{BY_NAME[service].port + self.offset}"
@@ -162,10 +197,18 @@ class Stack:
 
 
 @contextlib.contextmanager
-def running_stack(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[Stack]:
+def running_stack(data_dir: Path, env: dict[str, str] | None = None, backend: str = "embedded") -> Iterator[Stack]:
     """The six services as processes on a free port offset, the sample corpus ingested and the
     sample slots loaded; everything stopped on exit (also used by the eval harness, tests/eval).
-    `env`: CITETRACE_* settings for the services `citetrace up` starts."""
+    `env`: CITETRACE_* settings for the services `citetrace up` starts; `backend`: retrieval's search
+    backend (embedded or opensearch, see backend_env)."""
+    with backend_env(backend) as settings, _running_stack(data_dir, {**settings, **(env or {})}) as stack:
+        stack.backend, stack.retrieval_env = backend, settings
+        yield stack
+
+
+@contextlib.contextmanager
+def _running_stack(data_dir: Path, env: dict[str, str]) -> Iterator[Stack]:
     data_dir.mkdir(parents=True, exist_ok=True)
     offset = _free_offset()
     up = citetrace("up", "--detach", "--port-offset", str(offset), "--data-dir", str(data_dir), env=env)
@@ -191,9 +234,20 @@ def running_stack(data_dir: Path, env: dict[str, str] | None = None) -> Iterator
         citetrace("down", "--data-dir", str(data_dir), timeout=60)
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory) -> Iterator[Stack]:
-    with running_stack(tmp_path_factory.mktemp("e2e-stack")) as result:
+# params: a test that does not choose gets "embedded" as parameter 0, the same key as BOTH_BACKENDS'
+# first entry, so pytest groups them and the session starts one embedded stack and one OpenSearch one.
+@pytest.fixture(scope="session", params=["embedded"])
+def stack(request, tmp_path_factory) -> Iterator[Stack]:
+    """The stack on the embedded index, or on the backend an indirect parametrization names."""
+    backend = getattr(request, "param", "embedded")
+    if backend == "opensearch":  # no node: a failure under CI, a skip elsewhere (as retrieval's own tests)
+        from retrieval.opensearch_fixtures import NodeUnavailable, ensure_node, unavailable
+
+        try:
+            ensure_node()
+        except NodeUnavailable as exc:
+            unavailable(str(exc))
+    with running_stack(tmp_path_factory.mktemp(f"e2e-stack-{backend}"), backend=backend) as result:
         yield result
 
 

@@ -12,7 +12,12 @@ from citetrace.common.v1 import common_pb2 as c
 from citetrace.common.v1 import route_pb2 as r
 from citetrace.vocab import INTENT
 
+from .conftest import BOTH_BACKENDS
+
 pytestmark = pytest.mark.slow
+# The tests whose answer depends on what retrieval finds run on both search backends; outages,
+# clarification, scheduler scope and the generator faults do not depend on the backend.
+both_backends = pytest.mark.parametrize("stack", BOTH_BACKENDS, indirect=True)
 
 ARRIVAL_Q = "When should I arrive for my appointment at Northside Family Clinic?"
 TWO_PART_Q = "Can I book cardiology tomorrow, and when should I arrive?"
@@ -44,6 +49,7 @@ def assert_traced(stack, response, tenant="acme-health"):
     return record
 
 
+@both_backends
 def test_answered_with_citations(stack):
     response = stack.ask(ARRIVAL_Q)
     assert outcomes(response) == [("PART_KIND_ARRIVAL_PREPARATION", "PART_OUTCOME_ANSWERED")]
@@ -65,6 +71,7 @@ def test_answered_with_citations(stack):
     assert record.corpus.version_ids and not response.trace_delivered
 
 
+@both_backends
 def test_two_part_question_slot_and_policy(stack):
     response = stack.ask("Can I book cardiology at Northside tomorrow, and when should I arrive?")
     assert outcomes(response) == [("PART_KIND_LIVE_SLOT", "PART_OUTCOME_ANSWERED"),
@@ -82,6 +89,7 @@ def test_two_part_question_slot_and_policy(stack):
     assert len(record.parts[0].slots) == len(slot_part.slots) and record.parts[0].HasField("slots_as_of")
 
 
+@both_backends
 def test_two_part_question_without_clinic_asks_which_and_still_answers_the_policy(stack):
     response = stack.ask(TWO_PART_Q)
     assert outcomes(response) == [("PART_KIND_LIVE_SLOT", "PART_OUTCOME_NEEDS_CLARIFICATION"),
@@ -102,6 +110,7 @@ def test_clarification_for_missing_specialty(stack):
     assert_traced(stack, response)
 
 
+@both_backends
 def test_abstains_when_no_eligible_evidence(stack):
     # borealis-clinics has no document about parking. A question with no matched intent searches
     # the union of the policy intents (decided up front, in the route's explanations, never
@@ -132,6 +141,7 @@ def test_out_of_scope_clinical_and_emergency(stack):
     assert_traced(stack, emergency)
 
 
+@both_backends
 def test_mixed_question_boundary_for_the_clinical_part_only(stack):
     response = stack.ask("Can I book cardiology at Northgate tomorrow and should I stop my blood thinner?")
     assert outcomes(response) == [("PART_KIND_LIVE_SLOT", "PART_OUTCOME_ANSWERED"),
@@ -141,6 +151,7 @@ def test_mixed_question_boundary_for_the_clinical_part_only(stack):
     assert_traced(stack, response)
 
 
+@both_backends
 def test_conflict_shows_both_and_routes_to_the_policy_owner(stack):
     response = stack.ask("When should I arrive for my MRI at Harbor Imaging Center?")
     assert outcomes(response) == [("PART_KIND_ARRIVAL_PREPARATION", "PART_OUTCOME_CONFLICT")]
@@ -195,6 +206,7 @@ def _all_document_ids(response):
     "When should I arrive at Cedar Main Street Clinic?",
     "Can I book physiotherapy at Fjordview tomorrow, and what is the cancellation policy?",
 ])
+@both_backends
 def test_a_tenant_never_receives_another_tenants_passages_or_slots(stack, question):
     response = stack.ask(question, tenant="acme-health")
     for part in response.parts:
@@ -223,6 +235,7 @@ def test_another_tenants_trace_is_not_found(stack):
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+@both_backends
 def test_staff_only_documents_never_reach_a_patient(stack):
     for question in ("Can clinics overbook appointments?", "What is the cancellation policy?"):
         response = stack.ask(question, tenant="acme-health", roles=("patient",))

@@ -8,7 +8,10 @@ import pytest
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.identity import page_locator
 
-pytestmark = pytest.mark.slow
+from .conftest import BOTH_BACKENDS
+
+# Page labels and anchors come through retrieval: on both search backends.
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("stack", BOTH_BACKENDS, indirect=True)]
 
 
 def citations(response):

@@ -34,7 +34,7 @@ from citetrace.common.v1 import route_pb2 as r
 from citetrace.kit.auth import bearer_metadata, mint_token
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.vocab import INTENT
-from e2e.conftest import CORPUS, Stack, free_port, running_stack
+from e2e.conftest import BACKENDS, CORPUS, Stack, free_port, running_stack
 
 from apps.cli.ingest import collect, parse_file
 from services.generation.fault import ADDITION as INJECTED  # the unsupported_addition fault
@@ -507,7 +507,8 @@ def run_eval(stack: Stack, data_dir: Path, cases: list[Case], budgets=BUDGETS, l
         "schema": "citetrace.eval/v1",
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
-        "stack": "six services as processes (citetrace up), embedded defaults, extractive generator",
+        "stack": f"six services as processes (citetrace up), {stack.backend} search backend, extractive generator",
+        "backend": stack.backend,
         "cases_file": str(CASES.relative_to(REPO)),
         "seconds": round(time.monotonic() - started, 1),
         "metrics": metrics,
@@ -632,13 +633,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with this baseline (skipped when the file is missing)")
     parser.add_argument("--write-baseline", action="store_true", help="store this run as the baseline")
     parser.add_argument("--data-dir", type=Path, help="stack data dir (default: a temporary one)")
+    parser.add_argument("--backend", choices=BACKENDS, default="embedded",
+                        help="retrieval's search backend (opensearch: the local node, make opensearch-up)")
     args = parser.parse_args(argv)
     import tempfile
 
     cases = load_cases(args.cases)
     with tempfile.TemporaryDirectory(prefix="citetrace-eval-") as tmp:
         data_dir = args.data_dir or Path(tmp)
-        with running_stack(data_dir / "stack") as stack:
+        with running_stack(data_dir / "stack", backend=args.backend) as stack:
             result = run_eval(stack, data_dir, cases, log=lambda m: print(m, file=sys.stderr))
     print(table(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -33,26 +33,39 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _unavailable(message: str):
+def unavailable(message: str):
     if os.environ.get("CI"):
         pytest.fail(f"OpenSearch needed by the tests is not available: {message}")
     pytest.skip(f"OpenSearch not available ({message}); run make opensearch-up")
 
 
-@pytest.fixture(scope="session")
-def opensearch_url() -> str:
+class NodeUnavailable(Exception):
+    pass
+
+
+def ensure_node() -> str:
+    """The URL of a healthy node: the one answering, else deploy/opensearch-local/up.sh runs once
+    (it reuses a healthy node, builds if needed, waits for health). Raises NodeUnavailable."""
     if _healthy(URL):
         return URL
     if EXTERNAL_URL:
-        _unavailable(f"nothing healthy at CITETRACE_TEST_OPENSEARCH_URL={EXTERNAL_URL}")
+        raise NodeUnavailable(f"nothing healthy at CITETRACE_TEST_OPENSEARCH_URL={EXTERNAL_URL}")
     script = REPO / "deploy" / "opensearch-local" / "up.sh"
     try:
         done = subprocess.run(["bash", str(script)], cwd=REPO, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        _unavailable(f"{script} did not finish: {exc}")
+        raise NodeUnavailable(f"{script} did not finish: {exc}") from exc
     if done.returncode != 0 or not _healthy(URL):
-        _unavailable(f"{script} exited {done.returncode}: {(done.stdout + done.stderr)[-2000:]}")
+        raise NodeUnavailable(f"{script} exited {done.returncode}: {(done.stdout + done.stderr)[-2000:]}")
     return URL
+
+
+@pytest.fixture(scope="session")
+def opensearch_url() -> str:
+    try:
+        return ensure_node()
+    except NodeUnavailable as exc:
+        unavailable(str(exc))
 
 
 def opensearch_config(url: str, **overrides):
