@@ -20,7 +20,6 @@ import pytest
 from citetrace.kit.testing import serving
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
-
 from scheduler_gateway.conftest import NOW, FixedClock, load
 from scheduler_gateway.conftest import world as slot_world
 
