@@ -224,7 +224,8 @@ class World:
     seeds: dict[str, Message] = dataclasses.field(default_factory=dict)
     locations: tuple[str, ...] = ()
     patient_ref: str = ""
-    timeout: float = 10.0
+    # Generous: a hang is what this catches, not a slow call on a loaded CI machine.
+    timeout: float = 20.0
 
     def _repr_pretty_(self, p, cycle) -> None:  # Hypothesis prints a failing example's arguments
         p.text(f"World({self.service.full_name})")
@@ -306,7 +307,8 @@ def _check(world: World, method: MethodDescriptor, raw: bytes, who: str) -> grpc
         call(world, method, raw, who)
     except grpc.RpcError as err:
         code, details = err.code(), err.details() or ""
-        where = (method.name, who, code, details[:300], raw[:200])
+        # The request's hex (bounded) is what a Regression(method, bytes.fromhex(...), who) needs.
+        where = (method.name, who, code, details[:300], raw[:4000].hex())
         assert code not in FORBIDDEN, where
         assert len(details) <= MAX_DETAILS_CHARS, where
         if code == grpc.StatusCode.INVALID_ARGUMENT:
