@@ -49,6 +49,11 @@ def make_judgments(settings: Settings, embedder):
 
     relevance = None
     if settings.relevance or settings.rerank_backend == "embedded":
+        # The relevance head was trained on the float kernels' token vectors (train_relevance.py):
+        # with integer kernels for search it keeps a float embedder of its own.
+        if settings.embedding_kernels != "float":
+            embedder = Embedder(max_tokens=settings.embedding_max_tokens, kernels="float",
+                                intra_op_threads=settings.embedding_threads or None)
         relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file))
     if settings.rerank_backend == "embedded":
         reranker = EmbeddedRerank(relevance, settings.rerank_weight)

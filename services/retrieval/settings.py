@@ -56,9 +56,12 @@ class Settings(ServerSettings):
     # on 2 cores (bench/results/retrieval.json, raw_embedding by batch size); queries are single texts.
     embedding_batch_size: int = 1
     # The embedding model's kernels (citetrace.embeddings): "float" runs the shipped graph (int8
-    # weights cast to float32), "integer" the same int8 weights on DynamicQuantizeMatMul. Part of the
-    # model id: switching re-embeds every passage once (the vector cache is keyed by it).
-    embedding_kernels: str = "float"
+    # weights cast to float32), "integer" the same int8 weights on DynamicQuantizeMatMul (about half
+    # the CPU per query; SciFact test nDCG@10 within 0.005 of float: bench/results/
+    # scifact_core-integer.json). Part of the model id: switching re-embeds every passage once (the
+    # vector cache is keyed by it); an OpenSearch index built under the other kernels is rebuilt
+    # by the next start (opensearch_rebuild_on_start, the default) or `citetrace index rebuild`.
+    embedding_kernels: str = "integer"
     # ONNX Runtime intra-op threads per embedding call; 0 = the embedder's default (min(2, cores)).
     embedding_threads: int = 0
     # Query vectors kept in memory (LRU, keyed by model id + whitespace-normalised query); a repeated

@@ -22,6 +22,8 @@ def test_environment_overrides_are_typed():
     ("EMBEDDING_MAX_TOKENS", "1024", "embedding_max_tokens"),
     ("SQLITE_SYNCHRONOUS", "OFF", "sqlite_synchronous"),
     ("MAX_K", "500", "candidate_k"),
+    ("EMBEDDING_KERNELS", "int4", "embedding_kernels"),
+    ("EMBEDDING_THREADS", "-1", "embedding_threads"),
     ("CHUNK_SIZE", "5", "unknown setting"),
 ])
 def test_bad_settings_fail_at_start_up(name, value, message):
@@ -34,3 +36,19 @@ def test_the_opensearch_backend_is_selected_by_configuration(tmp_path):
     spec = build_spec(Settings(port=0, metrics_port=-1, data_dir=tmp_path, backend="opensearch",
                                opensearch_hosts=("http://127.0.0.1:1",)))
     assert spec.servicer.core.backend.name == "opensearch"
+
+
+def test_embedding_kernels_reach_the_embedder_and_the_relevance_head_keeps_float():
+    from citetrace.embeddings import Embedder
+
+    from services.retrieval.bootstrap import make_judgments
+
+    settings = load_settings(Settings, PREFIX, {f"{PREFIX}EMBEDDING_THREADS": "1", f"{PREFIX}RELEVANCE": "true"})
+    assert settings.embedding_kernels == "integer"  # the default (SciFact nDCG@10 within 0.005 of float)
+    search = Embedder(kernels=settings.embedding_kernels)
+    relevance, _ = make_judgments(settings, search)
+    # Trained on the float kernels' token vectors: never fed the integer ones.
+    assert relevance.embedder is not search and relevance.embedder.kernels == "float"
+    floats = load_settings(Settings, PREFIX, {f"{PREFIX}EMBEDDING_KERNELS": "float", f"{PREFIX}RELEVANCE": "true"})
+    shared = Embedder()
+    assert make_judgments(floats, shared)[0].embedder is shared
