@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from services.orchestrator.understanding import features
+from services.orchestrator.understanding.encoder import Encoded
 from services.orchestrator.understanding.model import MODEL_FILE, encode_matrix, heads_from_dict, load_heads
 
 
@@ -34,8 +35,52 @@ def test_ngram_buckets_are_fixed_values_not_salted_hashes():
 def test_the_shipped_model_records_the_feature_spec_the_code_computes():
     heads = load_heads()
     assert heads.feature_spec == features.FEATURE_SPEC
-    assert heads.boundary_w.shape == (3, 384 + features.NGRAM_DIM)
-    assert heads.intent_w.shape == (5, 384 + features.NGRAM_DIM)
+    width = 2 * 384 + features.NGRAM_DIM
+    assert features.WIDTHS[heads.feature_spec] == width
+    assert heads.intent_w.shape == (5, width)
+    if heads.boundary_hidden_w is None:
+        assert heads.boundary_w.shape == (3, width)
+    else:
+        assert heads.boundary_hidden_w.shape[0] == width
+        assert heads.boundary_w.shape == (3, heads.boundary_hidden_w.shape[1])
+
+
+def test_the_max_view_keeps_one_strong_token_the_mean_dilutes():
+    hidden = np.zeros((5, 384), dtype=np.float32)
+    hidden[1:4, 0] = 1.0
+    hidden[2, 1] = 9.0  # one token strong on dimension 1
+    encoded = Encoded("ab cd ef", hidden, ((0, 0), (0, 2), (3, 5), (6, 8), (0, 0)),
+                      (True, False, False, False, True))
+    vector = features.clause_vector(encoded)
+    assert vector.shape == (features.WIDTHS[features.FEATURE_SPEC],)
+    mean, top = vector[:384], vector[384:768]
+    assert top[1] / top[0] > mean[1] / mean[0] > 1.0
+    # The span of one token: its own values; the old spec has no max view.
+    assert np.allclose(features.clause_vector(encoded, 3, 5)[384:768], encoded.pool(3, 5))
+    assert features.clause_vector(encoded, spec=features.MEAN_NGRAM_SPEC).shape == (384 + features.NGRAM_DIM,)
+
+
+def test_per_language_thresholds_and_a_hidden_layer_are_read_from_the_model_file():
+    raw = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    thresholds = {**raw["boundary"]["thresholds"], "emergency": 0.6, "boundary": 0.7,
+                  "languages": {"nb": {"emergency": 0.5, "boundary": 0.55}}}
+    heads = heads_from_dict({**raw, "boundary": {**raw["boundary"], "thresholds": thresholds}})
+    assert heads.boundary_thresholds.for_language("nb") == (0.5, 0.55)
+    assert heads.boundary_thresholds.for_language("en") == (0.6, 0.7)
+    assert heads.boundary_thresholds.for_language("und") == (0.6, 0.7)
+    width = features.WIDTHS[features.FEATURE_SPEC]
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.normal(size=(width, 4)).astype(np.float32), rng.normal(size=(3, 4)).astype(np.float32)
+    hidden = {"w": encode_matrix(w1, half=True), "b": [0.0, 0.1, -0.1, 0.2]}
+    mlp = heads_from_dict({**raw, "boundary": {**raw["boundary"], "hidden": hidden, "w": encode_matrix(w2),
+                                               "b": [0.0, 0.0, 0.0]}})
+    x = rng.normal(size=width).astype(np.float32)
+    logits = w2 @ np.maximum(x @ w1.astype(np.float16).astype(np.float32) + np.array(hidden["b"]), 0.0)
+    expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    assert np.allclose(list(mlp.boundary_scores(x).values()), expected, atol=1e-4)
+    misfit = {**raw["boundary"], "hidden": hidden, "w": encode_matrix(np.zeros((3, 5), dtype=np.float32))}
+    with pytest.raises(ValueError, match="hidden layer"):
+        heads_from_dict({**raw, "boundary": misfit})
 
 
 def test_a_model_file_of_another_feature_spec_or_width_is_refused():
@@ -43,6 +88,7 @@ def test_a_model_file_of_another_feature_spec_or_width_is_refused():
     other = {**raw, "features": {"spec": "minilm-mean+something-else"}}
     with pytest.raises(ValueError, match="feature spec"):
         heads_from_dict(other)
-    narrow = {**raw, "boundary": {**raw["boundary"], "w": encode_matrix(np.zeros((3, 384), dtype=np.float32))}}
+    narrow = {**raw, "boundary": {**{k: v for k, v in raw["boundary"].items() if k != "hidden"},
+                                  "w": encode_matrix(np.zeros((3, 384), dtype=np.float32))}}
     with pytest.raises(ValueError, match="do not fit"):
         heads_from_dict(narrow)

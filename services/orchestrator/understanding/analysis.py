@@ -2,7 +2,9 @@
 and the intents per clause, from ONE encoder run over the normalized question.
 
 The boundary (recall first), per clause:
-  1. the model: emergency when p(emergency) >= T_e; else clinical when p(emergency) + p(clinical) >= T_b;
+  1. the model: emergency when p(emergency) >= T_e; else clinical when p(emergency) + p(clinical) >= T_b
+     (T_e, T_b: the thresholds of the question's language, en or nb-NO, chosen on its tune half;
+     an undetermined language takes the thresholds chosen over both);
   2. the versioned rules (rules.py) may only add: a red flag that stands makes the clause an
      emergency, a clinical pattern makes a logistics clause clinical; nothing a rule says ever turns
      a model's emergency or clinical decision into logistics;
@@ -132,20 +134,21 @@ class QuestionAnalyzer:
         fallback = not guess.supported
         encoded = self.encoder.encode(text)
         t = self.heads.boundary_thresholds
+        t_emergency, t_boundary = t.for_language(guess.code)
         results: list[ClauseAnalysis] = []
         for clause, (start, end) in zip(clauses, spans, strict=True):
             vector = self.heads.vector(encoded, start, end)
             scores = self.heads.boundary_scores(vector)
             folded = fold(clause)
             check = self.rules.check_emergency(folded)
-            e_threshold = t.emergency_fallback if fallback else t.emergency
+            e_threshold = t.emergency_fallback if fallback else t_emergency
             if scores[EMERGENCY] >= e_threshold:
                 label, source = EMERGENCY, "model"
             elif check.hit is not None:
                 label, source = EMERGENCY, f"rule:{check.hit.rule_id}"
             elif fallback:
                 label, source = CLINICAL, f"fallback:{guess.code}"
-            elif scores[EMERGENCY] + scores[CLINICAL] >= t.boundary:
+            elif scores[EMERGENCY] + scores[CLINICAL] >= t_boundary:
                 label, source = CLINICAL, "model"
             elif (rule := self.rules.check_clinical(folded)) is not None:
                 label, source = CLINICAL, f"rule:{rule}"
@@ -156,7 +159,7 @@ class QuestionAnalyzer:
                 intents, intent_source, intent_scores = self._intents(clause, vector)
             results.append(ClauseAnalysis(clause, start, end, label, source, scores, check.discarded,
                                           intents, intent_source, intent_scores))
-        results = self._statements_as_context(results, encoded)
+        results = self._statements_as_context(results, encoded, t_emergency, t_boundary)
         # The whole question is an emergency when any clause is, or when the question read as one is
         # (the model on the whole question's vector, or a red flag that spans two clauses: "I fainted.
         # Twice, with chest pain.").
@@ -165,19 +168,19 @@ class QuestionAnalyzer:
         if not emergency and len(clauses) > 1:
             whole_scores = self.heads.boundary_scores(self.heads.vector(encoded))
             whole = self.rules.check_emergency(fold(text))
-            e_threshold = t.emergency_fallback if fallback else t.emergency
+            e_threshold = t.emergency_fallback if fallback else t_emergency
             if whole_scores[EMERGENCY] >= e_threshold:
                 emergency, why = True, f"model on the whole question ({whole_scores[EMERGENCY]:.3f})"
             elif whole.hit is not None:
                 emergency, why = True, f"red flag {whole.hit.rule_id} across clauses"
         return Analysis(self.version, text, guess, fallback, emergency, tuple(results), why)
 
-    def _statements_as_context(self, results: list[ClauseAnalysis], encoded) -> list[ClauseAnalysis]:
+    def _statements_as_context(self, results: list[ClauseAnalysis], encoded, t_emergency: float,
+                               t_boundary: float) -> list[ClauseAnalysis]:
         """A statement the model called clinical ("I take insulin for diabetes.") right before a
         logistics question is context of that question when the two read together are logistics
         (the model on their joint span: "... How do I prepare for my CT?"). A clinical rule on the
         statement, or a question form, keeps it clinical."""
-        t = self.heads.boundary_thresholds
         out = list(results)
         for i in range(len(out) - 1):
             clause, following = out[i], out[i + 1]
@@ -186,7 +189,7 @@ class QuestionAnalyzer:
             if not is_statement(clause.text) or self.rules.check_clinical(fold(clause.text)) is not None:
                 continue
             joint = self.heads.boundary_scores(self.heads.vector(encoded, clause.start, following.end))
-            if joint[EMERGENCY] < t.emergency and joint[EMERGENCY] + joint[CLINICAL] < t.boundary:
+            if joint[EMERGENCY] < t_emergency and joint[EMERGENCY] + joint[CLINICAL] < t_boundary:
                 out[i] = dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
                                              boundary_source=f"model: context of clause {i + 2} "
                                                              f"(joint logistics {joint[LOGISTICS]:.3f})")

@@ -124,6 +124,12 @@ def boundary_report(analyzer: QuestionAnalyzer, items: list[dict]) -> tuple[dict
             "clinical_advice_to_boundary": {**ratio(clinical_boundary, clinical_n),
                                             "note": "clinical or emergency: both refuse the clinical clause"},
             "logistics_to_boundary": {**ratio(logistics_fp, logistics_n), "target": "<= 0.05"},
+            # The same over en and nb-NO only: a logistics question in another language takes the
+            # conservative fallback (the clinical boundary) by design, so those count against the
+            # figure above and are reported here apart, not left out of it.
+            "logistics_to_boundary_en_nb": ratio(
+                sum(by_lang[lang][(LOGISTICS, p)] for lang in ("en", "nb") for p in classes if p != LOGISTICS),
+                sum(by_lang[lang][(LOGISTICS, p)] for lang in ("en", "nb") for p in classes)),
         },
         "all_boundary_questions_to_boundary": ratio(boundary_hit, boundary_n),
         "mixed_logistics_clause_proceeds": ratio(mixed_ok, mixed_n),
@@ -236,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     b, m, i = result["boundary_test_half"]["targets"], result["medquad"], result["intents_test_half"]["routed"]
     print(f"boundary test half: emergency recall {b['emergency_recall']['value']}, clinical recall "
           f"{b['clinical_advice_recall']['value']} (to boundary {b['clinical_advice_to_boundary']['value']}), "
-          f"logistics to boundary {b['logistics_to_boundary']['value']}")
+          f"logistics to boundary {b['logistics_to_boundary']['value']} "
+          f"(en+nb {b['logistics_to_boundary_en_nb']['value']})")
     if "clinical_to_boundary" in m:
         print(f"MedQuAD sample-1000: clinical qtypes to boundary {m['clinical_to_boundary']['value']}, "
               f"all qtypes {m['all_qtypes_to_boundary']['value']}")

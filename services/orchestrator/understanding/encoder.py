@@ -77,13 +77,24 @@ class Encoded:
     def pool(self, start: int = 0, end: int | None = None) -> np.ndarray:
         """L2-normalised mean of the non-special tokens inside [start, end); the whole text's
         tokens when the span holds none (a clause of punctuation only)."""
+        return _unit(self.hidden[self._rows(start, end)].mean(axis=0))
+
+    def pool_max(self, start: int = 0, end: int | None = None) -> np.ndarray:
+        """L2-normalised element-wise maximum over the same tokens: one strong token ("dose",
+        "farlig") is not averaged away by the clause's other words."""
+        return _unit(self.hidden[self._rows(start, end)].max(axis=0))
+
+    def _rows(self, start: int, end: int | None) -> list[int]:
         end = len(self.text) if end is None else end
         rows = [i for i, ((a, b), sp) in enumerate(zip(self.offsets, self.special, strict=True))
                 if not sp and a < end and b > start]
         if not rows:
             rows = [i for i, sp in enumerate(self.special) if not sp] or list(range(len(self.offsets)))
-        vector = self.hidden[rows].mean(axis=0)
-        return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+        return rows
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
 
 
 class QuestionEncoder:

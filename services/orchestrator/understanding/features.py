@@ -1,15 +1,17 @@
 """The feature vector of one clause for the understanding heads (model.py), computed the same way at
 training (train.py) and at run time (analysis.py).
 
-Two views of the clause, concatenated:
-  - ``minilm``: the encoder's contextual token vectors mean-pooled over the clause's span (encoder.py),
-    384 dims, L2-normalised: meaning, for wording nobody wrote;
+Three views of the clause, concatenated:
+  - ``minilm-mean``: the encoder's contextual token vectors mean-pooled over the clause's span
+    (encoder.py), 384 dims, L2-normalised: meaning, for wording nobody wrote;
+  - ``max``: the same tokens max-pooled, 384 dims, L2-normalised: one telling token ("dose",
+    "farlig", "results") is not averaged away by a long clause's other words;
   - ``ngram``: hashed character 3-5-grams and word uni- and bigrams of the folded clause, binary,
     L2-normalised, NGRAM_DIM buckets: the shipped MiniLM is an English model, and its vectors for
     bokmål questions and for misspellings ("avbestile", "apointment") carry little; sub-word strings
     carry them. crc32 hashing (never Python's salted ``hash``) keeps the buckets the same across runs.
 
-A feature spec names both, so a model file trained on one spec is never used with another."""
+A feature spec names the views, so a model file trained on one spec is never used with another."""
 
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ from services.orchestrator.understanding.encoder import Encoded
 
 NGRAM_DIM = 1 << 13
 CHAR_NGRAMS = (3, 4, 5)
-FEATURE_SPEC = f"minilm-mean+ngram-c345-w12-{NGRAM_DIM}"
+FEATURE_SPEC = f"minilm-mean+max+ngram-c345-w12-{NGRAM_DIM}"
+#: The spec of understanding-2026-12-02.1 (no max-pooled view); still computed for such a file.
+MEAN_NGRAM_SPEC = f"minilm-mean+ngram-c345-w12-{NGRAM_DIM}"
+MINILM_DIM = 384
+WIDTHS = {FEATURE_SPEC: 2 * MINILM_DIM + NGRAM_DIM, MEAN_NGRAM_SPEC: MINILM_DIM + NGRAM_DIM}
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -50,7 +56,14 @@ def ngram_vector(text: str) -> np.ndarray:
     return vector
 
 
-def clause_vector(encoded: Encoded, start: int = 0, end: int | None = None) -> np.ndarray:
-    """[minilm mean over the span | ngram of the span's text]: 384 + NGRAM_DIM floats."""
+def clause_vector(encoded: Encoded, start: int = 0, end: int | None = None, spec: str = FEATURE_SPEC) -> np.ndarray:
+    """[minilm mean over the span | minilm max over it | ngram of the span's text]: 768 + NGRAM_DIM
+    floats (MEAN_NGRAM_SPEC: without the max view)."""
     end = len(encoded.text) if end is None else end
-    return np.concatenate([encoded.pool(start, end), ngram_vector(encoded.text[start:end])])
+    views = [encoded.pool(start, end)]
+    if spec == FEATURE_SPEC:
+        views.append(encoded.pool_max(start, end))
+    elif spec != MEAN_NGRAM_SPEC:
+        raise ValueError(f"feature spec {spec!r} is not one this code computes")
+    views.append(ngram_vector(encoded.text[start:end]))
+    return np.concatenate(views)

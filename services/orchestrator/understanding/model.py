@@ -1,8 +1,8 @@
 """The trained heads of the understanding classifiers (data/model.json, written by train.py): a
-softmax head for the clinical boundary and one sigmoid per intent, both linear over the clause's
-feature vector (features.py: the encoder's mean-pooled clause vector and hashed n-grams; a file
-without a feature spec is over the encoder's vector alone). Inference is one small matrix-vector
-product in numpy.
+softmax head for the clinical boundary (linear, or with one ReLU hidden layer) and one sigmoid per
+intent (linear), over the clause's feature vector (features.py: the encoder's mean- and max-pooled
+clause vectors and hashed n-grams; a file without a feature spec is over the encoder's mean vector
+alone). Inference is two or three small matrix-vector products in numpy.
 
 The file records the encoder it was trained on (derived graph digest), the data it was trained on
 (digests of the labelled sets), the thresholds chosen on the tune half, and a version that every
@@ -26,7 +26,7 @@ BOUNDARY_CLASSES = ("emergency", "clinical", "logistics")
 INTENTS = ("availability", "arrival_preparation", "cancellation_rescheduling", "provider_information", "other")
 #: The feature spec of a model file that names none: the encoder's mean-pooled clause vector.
 MINILM_MEAN = "minilm-mean"
-FEATURE_SPECS = (MINILM_MEAN, features.FEATURE_SPEC)
+FEATURE_SPECS = (MINILM_MEAN, features.MEAN_NGRAM_SPEC, features.FEATURE_SPEC)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +34,17 @@ class BoundaryThresholds:
     emergency: float  # p(emergency) at or above: emergency
     boundary: float  # p(emergency) + p(clinical) at or above: clinical (when not emergency)
     emergency_fallback: float  # unknown language: the lower emergency threshold
+    # Per trained language (code, emergency, boundary), each chosen on that language's tune half: the
+    # heads' scores are not equally calibrated for en and for nb-NO, whose words the English encoder
+    # reads as sub-word pieces. A language not listed takes the two above.
+    languages: tuple[tuple[str, float, float], ...] = ()
+
+    def for_language(self, code: str) -> tuple[float, float]:
+        """(emergency, boundary) thresholds for a question identified as `code`."""
+        for language, emergency, boundary in self.languages:
+            if language == code:
+                return emergency, boundary
+        return self.emergency, self.boundary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,21 +57,27 @@ class IntentThresholds:
 class Heads:
     version: str
     encoder_sha256: str
-    boundary_w: np.ndarray  # (3, 384)
+    boundary_w: np.ndarray  # (3, features)
     boundary_b: np.ndarray  # (3,)
     boundary_thresholds: BoundaryThresholds
-    intent_w: np.ndarray  # (5, 384)
+    intent_w: np.ndarray  # (5, features)
     intent_b: np.ndarray  # (5,)
     intent_thresholds: IntentThresholds
     feature_spec: str = MINILM_MEAN
+    # The boundary head's hidden layer (features, hidden) and its bias, when it has one: the
+    # boundary is then softmax(boundary_w @ relu(vector @ hidden_w + hidden_b) + boundary_b).
+    boundary_hidden_w: np.ndarray | None = None
+    boundary_hidden_b: np.ndarray | None = None
 
     def vector(self, encoded: Encoded, start: int = 0, end: int | None = None) -> np.ndarray:
         """The clause's feature vector under this model's feature spec."""
         if self.feature_spec == MINILM_MEAN:
             return encoded.pool(start, end)
-        return features.clause_vector(encoded, start, end)
+        return features.clause_vector(encoded, start, end, self.feature_spec)
 
     def boundary_scores(self, vector: np.ndarray) -> dict[str, float]:
+        if self.boundary_hidden_w is not None:
+            vector = np.maximum(vector @ self.boundary_hidden_w + self.boundary_hidden_b, 0.0)
         logits = self.boundary_w @ vector + self.boundary_b
         logits = logits - logits.max()
         probs = np.exp(logits)
@@ -73,16 +90,21 @@ class Heads:
         return {name: float(p) for name, p in zip(INTENTS, probs, strict=True)}
 
 
-def encode_matrix(matrix: np.ndarray) -> dict:
-    """A weight matrix as {shape, float32 little-endian base64} (a list of 8,000+ columns per row would
-    make the file several times larger)."""
+def encode_matrix(matrix: np.ndarray, half: bool = False) -> dict:
+    """A weight matrix as {shape, float32 (or float16: `half`) little-endian base64} (a list of 8,000+
+    columns per row would make the file several times larger). float16 is for the hidden layer's
+    large matrix, whose rounding (3 decimal digits) is far below what moves a decision."""
+    if half:
+        matrix = np.ascontiguousarray(matrix, dtype="<f2")
+        return {"shape": list(matrix.shape), "f16_b64": base64.b64encode(matrix.tobytes()).decode("ascii")}
     matrix = np.ascontiguousarray(matrix, dtype="<f4")
     return {"shape": list(matrix.shape), "f32_b64": base64.b64encode(matrix.tobytes()).decode("ascii")}
 
 
 def _matrix(value) -> np.ndarray:
     if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["f32_b64"]), dtype="<f4")
+        key, dtype = ("f16_b64", "<f2") if "f16_b64" in value else ("f32_b64", "<f4")
+        flat = np.frombuffer(base64.b64decode(value[key]), dtype=dtype)
         return flat.reshape(value["shape"]).astype(np.float32)
     return np.asarray(value, dtype=np.float32)
 
@@ -97,15 +119,28 @@ def heads_from_dict(raw: dict) -> Heads:
     heads = Heads(
         version=str(raw["version"]), encoder_sha256=str(raw["encoder"]["derived_sha256"]),
         boundary_w=_matrix(boundary["w"]), boundary_b=np.asarray(boundary["b"], dtype=np.float32),
-        boundary_thresholds=BoundaryThresholds(**boundary["thresholds"]),
+        boundary_thresholds=_boundary_thresholds(boundary["thresholds"]),
         intent_w=_matrix(intent["w"]), intent_b=np.asarray(intent["b"], dtype=np.float32),
         intent_thresholds=IntentThresholds(**intent["thresholds"]),
         feature_spec=spec,
+        boundary_hidden_w=_matrix(boundary["hidden"]["w"]) if "hidden" in boundary else None,
+        boundary_hidden_b=np.asarray(boundary["hidden"]["b"], dtype=np.float32) if "hidden" in boundary else None,
     )
-    width = 384 if spec == MINILM_MEAN else 384 + features.NGRAM_DIM
-    if heads.boundary_w.shape[1] != width or heads.intent_w.shape[1] != width:
+    width = features.MINILM_DIM if spec == MINILM_MEAN else features.WIDTHS[spec]
+    hidden = heads.boundary_hidden_w
+    boundary_width = heads.boundary_w.shape[1] if hidden is None else hidden.shape[0]
+    if hidden is not None and heads.boundary_w.shape[1] != hidden.shape[1]:
+        raise ValueError("model file's boundary output layer does not fit its hidden layer")
+    if boundary_width != width or heads.intent_w.shape[1] != width:
         raise ValueError(f"model file's weights do not fit feature spec {spec} ({width} features)")
     return heads
+
+
+def _boundary_thresholds(raw: dict) -> BoundaryThresholds:
+    languages = tuple((code, float(t["emergency"]), float(t["boundary"]))
+                      for code, t in sorted(raw.get("languages", {}).items()))
+    return BoundaryThresholds(float(raw["emergency"]), float(raw["boundary"]), float(raw["emergency_fallback"]),
+                              languages)
 
 
 @functools.lru_cache(maxsize=2)
