@@ -59,6 +59,33 @@ def test_token_round_trip_and_expiry(auth):
     assert caught.value.reason == "TOKEN_EXPIRED"
 
 
+def test_a_verified_token_is_remembered_by_its_exact_string_and_only_until_it_expires(auth, monkeypatch):
+    import dataclasses
+    import time
+
+    import jwt as pyjwt
+
+    strict = dataclasses.replace(auth, leeway_seconds=0)
+    verifier = TokenVerifier(strict)
+    token = mint_token(strict, tenant_id="t1", subject="u1", roles=["patient"], ttl_seconds=2)
+    decoded = []
+    real_decode = pyjwt.decode
+    monkeypatch.setattr(pyjwt, "decode", lambda *a, **k: decoded.append(1) or real_decode(*a, **k))
+    first = verifier.verify(token)
+    assert verifier.verify(token) is first and len(decoded) == 1  # the same string: verified once
+    # Any other string is verified on its own: the token with an altered signature is refused.
+    head, _, signature = token.rpartition(".")
+    forged = f"{head}.{'A' if signature[0] != 'A' else 'B'}{signature[1:]}"
+    with pytest.raises(Unauthenticated) as caught:
+        verifier.verify(forged)
+    assert caught.value.reason == "TOKEN_INVALID" and len(decoded) == 2
+    # Past its expiry the remembered token gets the full check again, and is refused.
+    time.sleep(max(0.0, pyjwt.decode(token, options={"verify_signature": False})["exp"] - time.time()) + 1.1)
+    with pytest.raises(Unauthenticated) as caught:
+        verifier.verify(token)
+    assert caught.value.reason == "TOKEN_EXPIRED"
+
+
 def test_malformed_authorization_metadata_is_rejected(auth):
     with pytest.raises(Unauthenticated) as caught:
         TokenVerifier(auth).verify_metadata([("authorization", "Basic abc")])

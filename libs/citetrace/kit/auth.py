@@ -9,9 +9,11 @@ its own scope.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -86,9 +88,25 @@ def auth_from_environment() -> AuthSettings | None:
         return None
 
 
+#: Tokens remembered as verified (per verifier, LRU). The same bearer token arrives on every RPC of
+#: an Ask in every service it reaches, and on every Ask of a session (issue 21 point 5).
+VERIFIED_TOKENS = 4096
+
+
 class TokenVerifier:
+    """Verifies bearer tokens: signature (the algorithm the key fixes), audience, issuer, expiry.
+
+    A token that passed is remembered by its exact string with the principal its claims gave and
+    its validity window (nbf/iat .. exp). A later call with the same string inside that window
+    (with the same leeway) gets the same principal without the signature check: the string is
+    what was verified, so nothing another string says is trusted, and outside the window the full
+    verification runs again and refuses it as before (TOKEN_EXPIRED). A new key means a new
+    verifier, so nothing verified under an old key is remembered."""
+
     def __init__(self, settings: AuthSettings) -> None:
         self._settings = settings
+        self._verified: collections.OrderedDict[str, tuple[Principal, float, float]] = collections.OrderedDict()
+        self._verified_lock = threading.Lock()
         if settings.rs256_public_key_file is not None:
             # The algorithm follows the key, never the token's header: a token whose header says HS256
             # (signed with this public key as its "secret") or "none" is refused (alg confusion).
@@ -100,6 +118,25 @@ class TokenVerifier:
             self._algorithm = "HS256"
 
     def verify(self, token: str) -> Principal:
+        now, leeway = time.time(), self._settings.leeway_seconds
+        with self._verified_lock:
+            remembered = self._verified.get(token)
+            if remembered is not None:
+                self._verified.move_to_end(token)
+        if remembered is not None:
+            principal, not_before, expires = remembered
+            if not_before - leeway <= now <= expires + leeway:
+                return principal
+        principal, not_before, expires = self._verify(token)
+        with self._verified_lock:
+            self._verified[token] = (principal, not_before, expires)
+            self._verified.move_to_end(token)
+            while len(self._verified) > VERIFIED_TOKENS:
+                self._verified.popitem(last=False)
+        return principal
+
+    def _verify(self, token: str) -> tuple[Principal, float, float]:
+        """The full check; the principal and the window (nbf or iat .. exp) it holds for."""
         try:
             claims = jwt.decode(
                 token,
@@ -120,7 +157,7 @@ class TokenVerifier:
         roles = tuple(sorted(str(r) for r in claims.get("roles", [])))
         patient_ref = claims.get("patient_ref") or (str(claims["sub"]) if ROLE_PATIENT in roles else "")
         act = claims.get("act")
-        return Principal(
+        principal = Principal(
             tenant_id=tenant,
             subject=str(claims["sub"]),
             roles=roles,
@@ -128,6 +165,9 @@ class TokenVerifier:
             patient_ref=str(patient_ref),
             actor=str(act.get("sub", "")) if isinstance(act, dict) else "",
         )
+        # jwt.decode checked that these are numbers; a token without nbf/iat is valid from the start.
+        not_before = max(float(claims.get("nbf", float("-inf"))), float(claims.get("iat", float("-inf"))))
+        return principal, not_before, float(claims["exp"])
 
     def verify_metadata(self, metadata: Iterable[tuple[str, str | bytes]]) -> tuple[Principal, str]:
         """Returns the principal and the raw token (to forward downstream)."""
