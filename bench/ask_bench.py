@@ -39,7 +39,6 @@ from pathlib import Path  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests")]
 
-import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 import retrieval_bench  # noqa: E402
 import scifact_core  # noqa: E402
@@ -207,14 +206,14 @@ def stage_breakdown(before: dict, after: dict, asks: int) -> list[dict]:
 
 
 def ingest_scifact(stack, docs: list[dict], workers: int) -> dict:
-    with grpc.insecure_channel(stack.target("retrieval")) as channel:
+    with stack.channel("retrieval") as channel:  # mutual TLS as `citetrace up` starts it
         stub = ret_grpc.RetrievalServiceStub(channel)
         admin = bearer_metadata(stack.token(retrieval_bench.TENANT, roles=("policy_admin",)))
         return retrieval_bench.ingest(stub, docs, admin, workers)
 
 
 def grpc_asker(stack):
-    channel = grpc.insecure_channel(stack.target("orchestrator"))
+    channel = stack.channel("orchestrator")
     stub = pb_grpc.OrchestratorServiceStub(channel)
     tokens: dict = {}
 
