@@ -20,6 +20,7 @@ clone (CI) replays them too."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sqlite3
@@ -348,6 +349,52 @@ def sqlite_counts(*paths: Path, skip: tuple[str, ...] = ()) -> Callable[[], dict
         return out
 
     return counts
+
+
+def sql_counts(url: str, skip: tuple[str, ...] = ()) -> Callable[[], dict[str, int]]:
+    """Row counts of every table of the database at a SQLAlchemy `url` (PostgreSQL worlds)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+
+    def counts() -> dict[str, int]:
+        with engine.connect() as conn:
+            tables = [t for t in sa.inspect(conn).get_table_names() if t not in skip]
+            return {t: conn.execute(sa.text(f'SELECT COUNT(*) FROM "{t}"')).scalar_one() for t in tables}
+
+    return counts
+
+
+# The same server the `postgres_url` fixture of tests/conftest.py uses (which a module cannot import:
+# `conftest` is the nearest directory's).
+POSTGRES_URL = os.environ.get("CITETRACE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:55432/postgres")
+
+
+@contextlib.contextmanager
+def postgres_database(admin_url: str = POSTGRES_URL):
+    """A fresh PostgreSQL database for one fuzz module (the module-scoped twin of the `postgres_url`
+    fixture): skips when PostgreSQL is not running, fails under CI."""
+    import uuid
+
+    import pytest
+    import sqlalchemy as sa
+
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"fuzz_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    except sa.exc.OperationalError as exc:
+        admin.dispose()
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL not reachable at {admin_url}: {exc}")
+        pytest.skip("PostgreSQL not running (make postgres-up)")
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
 
 
 def directory_counts(root: Path, skip: tuple[str, ...] = ()) -> Callable[[], dict[str, int]]:

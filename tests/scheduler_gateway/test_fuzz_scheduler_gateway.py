@@ -1,11 +1,13 @@
 """The fuzz suite (issue 17 §3, tests/fuzzing.py) over every RPC of the scheduler-gateway, over real
-gRPC on SQLite with the synthetic test world loaded: generated, mutated and raw requests with tokens of
+gRPC on SQLite and on PostgreSQL with the synthetic test world loaded: generated, mutated and raw requests with tokens of
 every role (a patient with a patient_ref, staff at a location) and invalid ones. Never INTERNAL/UNKNOWN,
 never a hang past the deadline, INVALID_ARGUMENT names its field, a failed call leaves every table's
 row count unchanged (slots, appointments, proposals, outbox events, idempotency keys), and the gateway
 is still SERVING afterwards."""
 
 from __future__ import annotations
+
+import contextlib
 
 import fuzzing
 import grpc
@@ -26,6 +28,8 @@ from .workflow_fixtures import fee
 SERVICE = pb.DESCRIPTOR.services_by_name["SchedulerGatewayService"]
 TENANT = "acme-health"
 REGRESSIONS = (
+    fuzzing.Regression("GetAppointment", bytes.fromhex("0a06007070742d31"), "patient",
+                       "a NUL in a string field was INTERNAL on PostgreSQL (found by this suite)"),
     fuzzing.Regression("FindSlots", pb.FindSlotsRequest(start_time=Timestamp(seconds=10**15)).SerializeToString(),
                        "staff", "an out-of-range Timestamp (issue 17)"),
 )
@@ -51,15 +55,21 @@ def _seeds() -> dict:
     }
 
 
-@pytest.fixture(scope="module")
-def world(auth, tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def world(request, auth, tmp_path_factory):
     data = tmp_path_factory.mktemp("fuzz-gateway")
-    url = schema.default_database_url(data)
-    load(url, conftest.world())
-    spec = build_spec(Settings(port=0, metrics_port=-1, database_url=url), clock=FixedClock(NOW))
-    with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
-        yield fuzzing.World(channel, SERVICE, auth, TENANT, fuzzing.directory_counts(data), seeds=_seeds(),
-                            locations=("acme-northside",), patient_ref="pat-1")
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            url, counts = schema.default_database_url(data), fuzzing.directory_counts(data)
+        else:
+            url = stack.enter_context(fuzzing.postgres_database())
+            counts = fuzzing.sql_counts(url)
+        load(url, conftest.world())
+        spec = build_spec(Settings(port=0, metrics_port=-1, database_url=url), clock=FixedClock(NOW))
+        runner = stack.enter_context(serving(spec, auth))
+        channel = stack.enter_context(grpc.insecure_channel(runner.address))
+        yield fuzzing.World(channel, SERVICE, auth, TENANT, counts, seeds=_seeds(), locations=("acme-northside",),
+                            patient_ref="pat-1")
 
 
 test_generated, test_mutated, test_raw, test_regressions, test_still_serving = fuzzing.suite(REGRESSIONS)

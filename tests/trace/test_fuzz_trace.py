@@ -1,9 +1,12 @@
 """The fuzz suite (issue 17 §3, tests/fuzzing.py) over every RPC of the trace service, over real gRPC
-on SQLite: generated, mutated and raw requests with tokens of every role and invalid ones. Never
-INTERNAL/UNKNOWN, never a hang past the deadline, INVALID_ARGUMENT names its field, a failed call
-leaves every table's row count unchanged, and the service is still SERVING afterwards."""
+on SQLite and on PostgreSQL: generated, mutated and raw requests with tokens of every role and
+invalid ones. Never INTERNAL/UNKNOWN, never a hang past the deadline, INVALID_ARGUMENT names its
+field, a failed call leaves every table's row count unchanged, and the service is still SERVING
+afterwards."""
 
 from __future__ import annotations
+
+import contextlib
 
 import fuzzing
 import grpc
@@ -21,11 +24,22 @@ REGRESSIONS = (
 )
 
 
-@pytest.fixture(scope="module")
-def world(auth, tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def world(request, auth, tmp_path_factory):
     data = tmp_path_factory.mktemp("fuzz-trace")
-    with trace_service(auth, data, f"sqlite:///{data / 'trace.db'}") as (runner, stub, _), \
-            grpc.insecure_channel(runner.address) as channel:
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{data / 'trace.db'}"
+            counts = fuzzing.sqlite_counts(data / "trace.db")
+        else:
+            url = stack.enter_context(fuzzing.postgres_database())
+            counts = fuzzing.sql_counts(url)
+        yield stack.enter_context(_world(auth, data, url, counts))
+
+
+@contextlib.contextmanager
+def _world(auth, data, url, counts):
+    with trace_service(auth, data, url) as (runner, stub, _), grpc.insecure_channel(runner.address) as channel:
         stub.RecordTrace(pb.RecordTraceRequest(record=make_record("t-fuzz")), timeout=10,
                          metadata=token_metadata(auth, TENANT, ("service",)))
         seeds = {
@@ -38,7 +52,7 @@ def world(auth, tmp_path_factory):
             "VerifyChain": pb.VerifyChainRequest(),
             "ApplyRetention": pb.ApplyRetentionRequest(retention_days=30),
         }
-        yield fuzzing.World(channel, SERVICE, auth, TENANT, fuzzing.sqlite_counts(data / "trace.db"), seeds=seeds)
+        yield fuzzing.World(channel, SERVICE, auth, TENANT, counts, seeds=seeds)
 
 
 test_generated, test_mutated, test_raw, test_regressions, test_still_serving = fuzzing.suite(REGRESSIONS)

@@ -109,6 +109,20 @@ def test_an_undecodable_request_is_invalid_argument_and_the_service_keeps_servin
         assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
+def test_a_nul_character_in_any_string_field_is_refused_at_the_edge():
+    """PostgreSQL cannot store U+0000 in text: a NUL that reached it came back INTERNAL (the fuzz
+    suite's GetAppointment regression). Every string field of every request refuses it, naming
+    the field's path."""
+    from citetrace.kit.errors import InvalidArgument
+
+    for request, field in [(pb.GetTraceRequest(trace_id="t-1\x00"), "trace_id"),
+                           (pb.RecordReviewRequest(trace_id="t-1", rubric_note="fine\x00"), "rubric_note"),
+                           (pb.RecordTraceRequest(record=pb.TraceRecord(principal_ref="p\x00")), "record.principal_ref")]:
+        with pytest.raises(InvalidArgument) as refused:
+            validate_request(request)
+        assert (refused.value.reason, refused.value.metadata["field"]) == ("NUL_CHARACTER", field)
+
+
 def test_every_rule_names_a_real_field_and_empty_requests_pass():
     """The table can't drift from the protos silently: each entry is a field of its message, and
     every RPC's empty request keeps every rule (required-ness is the cores' decision)."""

@@ -158,6 +158,10 @@ def _check_scalar_like(value: Any, field: FieldDescriptor, rule: FieldRule, path
         if field.enum_type.values_by_number.get(value) is None:
             raise _fail("UNKNOWN_ENUM_VALUE", path, f"{preview(value)} is not a value of {field.enum_type.full_name}")
     elif kind == FieldDescriptor.TYPE_STRING:
+        # No field takes U+0000, and PostgreSQL cannot store it in text: without this a NUL reached
+        # the database and came back INTERNAL (found by the fuzz suite on PostgreSQL).
+        if "\x00" in value:
+            raise _fail("NUL_CHARACTER", path, "contains a NUL character (U+0000), which no field accepts")
         # An ID's pattern bounds its length: a 100 KB ID is INVALID_<ID>, not merely too long.
         if value and rule.pattern and r.patterns[rule.pattern].fullmatch(value) is None:
             raise _fail(rule.reason or "INVALID_ID", path,
