@@ -1,6 +1,8 @@
 """Ask latency and throughput (issue 10): the real gRPC stack against the same cores in one process.
 
     make bench            (= .venv/bin/python bench/ask_bench.py --json bench/results/bench.json)
+    make bench BACKEND=opensearch   (retrieval on the local OpenSearch node, in both modes; JSON in
+                          bench/results/bench-opensearch.json with the embedded run's figures beside)
 
 1. The six services as processes (`citetrace up --detach` through the e2e harness, embedded
    defaults, extractive generator), the synthetic sample corpus and slots, and SciFact ingested as
@@ -246,7 +248,34 @@ class _InProcessStub:
         return invoke
 
 
-def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size: int | None = None):
+def backend_settings(stack) -> dict:
+    """The stack's search backend as retrieval Settings fields, for the in-process cores: the same
+    OpenSearch index the stack's retrieval built (kept, not rebuilt)."""
+    env = stack.retrieval_env
+    if env.get("CITETRACE_RETRIEVAL_BACKEND", "embedded") == "embedded":
+        return {}
+    return {"backend": env["CITETRACE_RETRIEVAL_BACKEND"],
+            "opensearch_hosts": tuple(env["CITETRACE_RETRIEVAL_OPENSEARCH_HOSTS"].split(",")),
+            "opensearch_index_prefix": env["CITETRACE_RETRIEVAL_OPENSEARCH_INDEX_PREFIX"],
+            "opensearch_rebuild_on_start": False}
+
+
+def beside(result: dict, other: Path) -> dict | None:
+    """The Ask figures of another backend's run (its JSON), per mode and concurrency, for comparison."""
+    if not other.is_file():
+        return None
+    them = json.loads(other.read_text(encoding="utf-8"))
+    keys = ("concurrency", "p50_ms", "p95_ms", "asks_per_s", "errors")
+    rows = {mode: [{k: row.get(k) for k in keys} | {"cpu_ms_per_ask": row.get("cpu_ms_per_ask", {}).get("server")}
+                   for row in them.get(mode, [])] for mode in ("microservices", "in_process")}
+    same_corpus = them.get("corpus", {}).get("scifact_tenant_docs") == result["corpus"]["scifact_tenant_docs"]
+    return {"file": str(other.relative_to(REPO)) if other.is_relative_to(REPO) else str(other),
+            "backend": them.get("backend", "embedded"), "created_at": them.get("created_at"),
+            "same_scifact_docs": same_corpus, **rows}
+
+
+def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size: int | None = None,
+                     backend: dict | None = None):
     """Every service's servicer from its own build_spec(), warmed up, wired without gRPC."""
     from citetrace.outbox import TraceOutbox
 
@@ -266,7 +295,7 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
     from services.trace.settings import Settings as TraceSettings
 
     retrieval_service = retrieval_spec(RetrievalSettings(
-        port=0, metrics_port=-1, data_dir=stack_dir, embedding_cache_path=cache,
+        port=0, metrics_port=-1, data_dir=stack_dir, embedding_cache_path=cache, **(backend or {}),
         **({} if query_cache_size is None else {"query_cache_size": query_cache_size})))
     specs = [
         retrieval_service,
@@ -392,6 +421,10 @@ def main() -> int:
     parser.add_argument("--scifact-docs", type=int, default=0,
                         help="SciFact documents ingested as tenant scifact (0 = all 5,183)")
     parser.add_argument("--scifact-queries", type=int, default=100, help="SciFact test queries in the mix")
+    parser.add_argument("--backend", choices=("embedded", "opensearch"), default="embedded",
+                        help="retrieval's search backend (opensearch: the local node, make opensearch-up)")
+    parser.add_argument("--beside", type=Path, default=None,
+                        help="another run's JSON (e.g. bench/results/bench.json) whose figures are reported beside")
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--asks", type=int, default=240, help="asks per concurrency level (x2 at 32)")
     parser.add_argument("--ingest-workers", type=int, default=2)
@@ -423,7 +456,9 @@ def main() -> int:
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
-        "stack": "six services as processes (citetrace up --detach), embedded index, SQLite, extractive generator",
+        "stack": f"six services as processes (citetrace up --detach), {args.backend} search backend, SQLite, "
+                 "extractive generator",
+        "backend": args.backend,
         "corpus": {"sample_tenants": ["acme-health", "borealis-clinics", "cedar-care"],
                    "scifact_tenant_docs": len(docs), "scifact_docs_total": len(corpus)},
         "questions": {"total": len(questions), "scifact": sum(t == "scifact" for t, _, _ in questions),
@@ -434,7 +469,7 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory(prefix="citetrace-ask-bench-") as tmp:
         tmp = Path(tmp)
-        with running_stack(tmp / "stack") as stack:
+        with running_stack(tmp / "stack", backend=args.backend) as stack:
             progress(f"ingesting {len(docs)} SciFact documents as tenant scifact through IngestDocument")
             result["scifact_ingest"] = ingest_scifact(stack, docs, args.ingest_workers)
             progress(f"ingested in {result['scifact_ingest']['seconds']}s "
@@ -450,7 +485,8 @@ def main() -> int:
             channel.close()
 
             progress("building the same cores in this process")
-            in_ask, close = build_in_process(tmp / "stack", tmp / "in-process", args.cache, args.query_cache_size)
+            in_ask, close = build_in_process(tmp / "stack", tmp / "in-process", args.cache, args.query_cache_size,
+                                             backend_settings(stack))
             try:
                 closed_loop(in_ask, questions, 4, len(questions))
                 result["in_process"] = run_levels("in-process", in_ask, questions, levels, asks_per_level,
@@ -482,6 +518,8 @@ def main() -> int:
             {"stage": f"{row['service']}/{row['name']}", "per_ask_ms": row["per_ask_ms"], "mean_ms": row["mean_ms"],
              "cpu_per_ask_ms": row.get("cpu_per_ask_ms")}
             for row in at8["stages"] if row["kind"] == "stage" and row["name"] != "orchestrator.ask"][:6]
+    if args.beside is not None:
+        result["beside"] = beside(result, args.beside.resolve())
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
     print(report(result))
@@ -509,6 +547,19 @@ def report(result: dict) -> str:
             lines.append(f"  {stage['kind']:<11} {stage['service']:<19} {stage['name']:<34} n={stage['count']:<5} "
                          f"mean {stage['mean_ms']:>7} p95 {stage['p95_ms']!s:>7} per-ask {stage['per_ask_ms']:>7}"
                          f" cpu/ask {stage.get('cpu_per_ask_ms', '-')!s:>6}")
+    other = result.get("beside")
+    if other:
+        lines.append(f"beside: {other['backend']} ({other['file']}, {other['created_at']}"
+                     f"{'' if other['same_scifact_docs'] else ', OTHER SciFact docs'}):")
+        for mode in ("microservices", "in_process"):
+            mine = {row["concurrency"]: row for row in result[mode]}
+            for row in other[mode]:
+                here = mine.get(row["concurrency"])
+                if here:
+                    lines.append(f"  {mode:<13} c={row['concurrency']:<3} p50 {here['p50_ms']} vs {row['p50_ms']} ms, "
+                                 f"p95 {here['p95_ms']} vs {row['p95_ms']} ms, asks/s {here['asks_per_s']} vs "
+                                 f"{row['asks_per_s']}, cpu ms/ask {here['cpu_ms_per_ask']['server']} vs "
+                                 f"{row['cpu_ms_per_ask']}")
     for name, target in result["targets"].items():
         if target:
             lines.append(f"target {name}: {target['value']} -> {'met' if target['met'] else 'MISSED'}")

@@ -9,6 +9,12 @@ BENCH_ASKS ?= 240
 
 .PHONY: bench
 
-bench: setup
+# BACKEND=opensearch: retrieval on the local OpenSearch node (started if needed), in the stack and in
+# the in-process cores; JSON in bench/results/bench-opensearch.json with the figures of the last
+# embedded run (bench/results/bench.json) beside. BACKEND is shared with make bench-retrieval / eval.
+BACKEND ?= embedded
+BENCH_JSON = bench/results/$(if $(filter opensearch,$(BACKEND)),bench-opensearch,bench).json
+
+bench: setup $(if $(filter opensearch,$(BACKEND)),opensearch-up)
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/ask_bench.py --scifact-docs $(BENCH_SCIFACT_DOCS) --asks $(BENCH_ASKS) \
-		--json bench/results/bench.json
+		--backend $(BACKEND) --json $(BENCH_JSON) $(if $(filter opensearch,$(BACKEND)),--beside bench/results/bench.json)

@@ -7,7 +7,9 @@ others) and citetrace_search_backend_nodes. It tells the runner whether the serv
 NOT_SERVING only while the backend is red or unreachable (searches would fail or miss passages);
 a yellow cluster (a node and its replicas gone, every primary still assigned) keeps SERVING, since
 searches are complete and the client's retries move to the live nodes; so is a cluster electing a
-new manager (OpenSearchBackend.health reports it yellow). Transitions are logged.
+new manager (OpenSearchBackend.health reports it yellow). NOT_SERVING needs ``unhealthy_samples``
+bad samples in a row (one slow reply on a busy machine must not take the service out of every
+health-checked client's balancer); one good sample makes it SERVING again. Transitions are logged.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ log = logging.getLogger("citetrace.retrieval.backend_health")
 
 
 class BackendHealthMonitor:
-    def __init__(self, backend: SearchBackend, poll_seconds: float, service: str = "retrieval") -> None:
+    def __init__(self, backend: SearchBackend, poll_seconds: float, unhealthy_samples: int = 3,
+                 service: str = "retrieval") -> None:
         self.backend = backend
         self.poll_seconds = poll_seconds
+        self.unhealthy_samples = unhealthy_samples
+        self._bad_in_a_row = 0
         self.service = service
         self.last: BackendHealth | None = None
         self._report_serving: Callable[[bool], None] | None = None
@@ -37,19 +42,24 @@ class BackendHealthMonitor:
         """Where can-serve / cannot-serve goes (the ServiceRunner's health, via ServiceSpec)."""
         self._report_serving = report_serving
         if self.last is not None:
-            report_serving(self.last.can_serve)
+            report_serving(self.can_serve)
+
+    @property
+    def can_serve(self) -> bool:
+        return self._bad_in_a_row < self.unhealthy_samples
 
     def sample(self) -> BackendHealth:
         """One sample, recorded and reported (the loop's step; callable directly)."""
         health = self.backend.health()
         previous, self.last = self.last, health
+        self._bad_in_a_row = 0 if health.can_serve else self._bad_in_a_row + 1
         record_search_backend_health(self.service, self.backend.name, health.status, health.nodes)
         if previous is None or previous.status != health.status:
             level = logging.INFO if health.can_serve else logging.ERROR
             log.log(level, "search backend %s is %s (%d nodes; %s)%s", self.backend.name, health.status,
                     health.nodes, health.detail, f", was {previous.status}" if previous else "")
         if self._report_serving is not None:
-            self._report_serving(health.can_serve)
+            self._report_serving(self.can_serve)
         return health
 
     def start(self) -> None:

@@ -145,7 +145,8 @@ def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store 
     relay = version_event_relay(settings, store, auth)
     if relay is not None:
         core.on_version_events = relay.wake
-    health = BackendHealthMonitor(core.backend, settings.backend_health_poll_seconds)
+    health = BackendHealthMonitor(core.backend, settings.backend_health_poll_seconds,
+                                  settings.backend_health_unhealthy_samples)
     return Retrieval(settings, core, RetrievalServicer(core), relay, health)
 
 

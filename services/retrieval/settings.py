@@ -48,6 +48,8 @@ class Settings(ServerSettings):
     # How often the search backend's health is sampled (citetrace_search_backend_health, and the gRPC
     # health: NOT_SERVING while the backend is red or unreachable; services/retrieval/backend_health.py).
     backend_health_poll_seconds: float = 5.0
+    # Red/unreachable samples in a row before NOT_SERVING (one slow reply is not an outage).
+    backend_health_unhealthy_samples: int = 3
     # Vector cache (SQLite) keyed by model id + text digest; defaults to data_dir/embeddings.sqlite.
     embedding_cache_path: Path | None = None
     # Truncation of passages and queries for the embedding model (the model allows 512).
@@ -145,6 +147,7 @@ class Settings(ServerSettings):
         require(self.chunk_hard_limit_chars >= self.chunk_target_chars,
                 "chunk_hard_limit_chars must be >= chunk_target_chars")
         require(self.backend_health_poll_seconds > 0, "backend_health_poll_seconds must be > 0")
+        require(self.backend_health_unhealthy_samples >= 1, "backend_health_unhealthy_samples must be >= 1")
         require(self.rrf_k > 0, "rrf_k must be > 0")
         require(self.rerank_backend in ("none", "embedded", "remote"), "rerank_backend must be none, embedded or remote")
         require(1 <= self.rerank_depth <= 100, "rerank_depth must be in 1..100")

@@ -702,14 +702,14 @@ class OpenSearchBackend(FusedSearch):
     def health(self) -> BackendHealth:
         """The live index's health (cluster-level before the first generation exists) as a node
         that is part of the cluster sees it; "unreachable" when no node answers. A sample: at most one
-        request per host, a short timeout, no backoff.
+        request per host (the request timeout), no backoff.
 
         ``local=true`` lets a node answer while the cluster elects a new manager; but a node that
         has not joined (just restarted) has the index metadata without its shard table and calls it
         red, so a reply without ``discovered_cluster_manager`` is not taken: the next host is asked
         (the client rotates through them). When every node that answers is without a manager the
         status is yellow: searches are still answered (only writes are blocked)."""
-        timeout = min(self.config.timeout_seconds, 5.0)
+        timeout = self.config.timeout_seconds
         failure: Exception | None = None
         managerless = None
         for _ in self.config.hosts:
