@@ -34,3 +34,10 @@ bench-relevance: setup
 
 train-relevance: setup
 	OPENBLAS_NUM_THREADS=1 $(PY) -m services.retrieval.train_relevance --json bench/results/relevance.json
+
+# Rerank (issue 15 point 3): SciFact nDCG@10 of the shipped fusion with and without the embedded
+# reranker (blend weight chosen on a sample of TRAIN queries, TEST reported) and its CPU per search
+# -> bench/results/rerank.json. Corpus vectors cached under .citetrace/cache/ (first run: minutes).
+.PHONY: bench-rerank
+bench-rerank: setup
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=libs:. $(PY) bench/scifact_rerank.py --out bench/results/rerank.json

@@ -100,8 +100,8 @@ class FeatureCache:
     """The embedding features of each (claim, chunk), with the CPU milliseconds they took, kept between
     runs (file under the ignored .citetrace/cache/): a rerun after retraining (new weights, gates or
     thresholds) replays the shipped decision in a minute instead of re-encoding for most of an hour.
-    The precise checks are cheap and recomputed on every run; the key covers the texts and the names of
-    the embedding features, so a change of features.py misses the cache."""
+    The precise checks and the derived features are cheap and recomputed on every run; the key covers
+    the texts and the names of the embedding features (a change of those misses the cache)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -115,9 +115,9 @@ class FeatureCache:
 
     @staticmethod
     def key(claim: str, text: str) -> str:
-        from services.citation_validator.support.features import EMBEDDING_FEATURES, FEATURES
+        from services.citation_validator.support.features import EMBEDDING_FEATURES
 
-        blob = json.dumps([claim, text, EMBEDDING_FEATURES, FEATURES], ensure_ascii=False)
+        blob = json.dumps([claim, text, EMBEDDING_FEATURES], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def decide(self, model, claim: str, text: str):

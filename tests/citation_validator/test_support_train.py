@@ -22,7 +22,7 @@ def model():
 
 def test_search_rule_is_the_verdict_rule(model):
     w = model.weights
-    review = (w.review_match_floor, w.review_semantic_local)
+    review = (w.review_match_floor, w.review_local_sentences)
     probe = EmbeddedSupportModel()  # its own weights object: the threshold is moved per row below
     kinds_seen, supported = set(), 0
     for item in labelled_items():

@@ -70,10 +70,11 @@ PROJECT_PRECISION = 0.95
 UNSUPPORTED_PRECISION = 0.90
 REGULARISATION_C = 0.3
 GATE_FACTOR = 0.3  # a gated row's score in the threshold search (never counted as SUPPORTED)
-# The short-claim review gate (embedded.review_reason) as (match_min floor, one-sentence test), from
-# the strictest (the gate as first written for policy text: 0.5, on) to none; chosen on dev with the
-# threshold. The policy checks (POLICY_GATES) stay gates for short claims whatever is chosen here.
-REVIEW_CONFIGS = tuple((floor, local) for floor in (0.5, 0.45, 0.4, 0.35, 0.3, 0.0) for local in (True, False))
+# The short-claim review gate (embedded.review_reason) as (match_min floor, the most evidence sentences
+# for which the one-sentence test applies), from the strictest (the gate as first written for policy
+# text: 0.5, always) to none; chosen on dev with the threshold. The policy checks (POLICY_GATES) stay gates for short claims whatever is chosen here.
+REVIEW_CONFIGS = tuple((floor, local) for floor in (0.5, 0.45, 0.4, 0.35, 0.3, 0.0)
+                       for local in (10**6, 12, 9, 6, 3, 0))
 
 
 def wice_dir() -> Path:
@@ -193,10 +194,10 @@ def is_gated(conflicts, features: dict, gates, short_gates) -> bool:
     return bool(kinds & set(gates)) or (is_short(features) and bool(kinds & set(short_gates)))
 
 
-def supportable(conflicts, features: dict, gates, short_gates, review: tuple[float, bool]) -> bool:
+def supportable(conflicts, features: dict, gates, short_gates, review: tuple[float, int]) -> bool:
     """Whether verdict() can call this row SUPPORTED at all (given p over the threshold): not gated and
     not sent to review by the short-claim review gate (embedded.review_reason with `review` = (floor,
-    semantic_local))."""
+    most evidence sentences for the one-sentence test))."""
     from services.citation_validator.support.embedded import review_reason
 
     return not is_gated(conflicts, features, gates, short_gates) and not review_reason(features, *review)
@@ -298,7 +299,7 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
         verdict_scores, _ = claim_level(oof_verdict[wice], wice_groups, y[wice])
         found = choose_thresholds(verdict_scores, dev_labels, oof_verdict[project], y[project], dev_scores,
                                   oof_verdict[labelled_unsupported])
-        searched.append({"match_min_floor": review[0], "semantic_local": review[1],
+        searched.append({"match_min_floor": review[0], "semantic_local_max_sentences": review[1],
                          **({"dev": found["dev"]} if found else {"dev": None})})
         if found and (best_review is None or found["dev"]["f1"] > thresholds["dev"]["f1"]):
             best_review, thresholds = review, found
@@ -320,7 +321,7 @@ def fit(rows: list[dict], version: str, log=print) -> dict:
         "gates": gates,
         "short_claim_gates": list(POLICY_GATES),
         "gate_factor": GATE_FACTOR,
-        "review": {"match_min_floor": best_review[0], "semantic_local": best_review[1],
+        "review": {"match_min_floor": best_review[0], "semantic_local_max_sentences": best_review[1],
                    "searched": searched},
         "thresholds": {"supported": thresholds["supported"], "unsupported": thresholds["unsupported"]},
         "operating_point": (f"supported: highest WiCE-dev F1(supported) with SUPPORTED precision >= "
