@@ -12,6 +12,7 @@ tables are)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 
 import fuzzing
@@ -47,9 +48,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def world(auth, tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def world(request, auth, tmp_path_factory):
+    """Conversations and Ask results on SQLite, or on PostgreSQL (production's choice)."""
     tmp = tmp_path_factory.mktemp("fuzz-orchestrator")
+    with contextlib.ExitStack() as stack:
+        database_url = "" if request.param == "sqlite" else stack.enter_context(fuzzing.postgres_database())
+        yield stack.enter_context(_world(auth, tmp, database_url))
+
+
+@contextlib.contextmanager
+def _world(auth, tmp, database_url):
     dead = f"127.0.0.1:{_free_port()}"
     slots_url = schema.default_database_url(tmp / "gateway")
     (tmp / "gateway").mkdir()
@@ -60,13 +69,14 @@ def world(auth, tmp_path_factory):
                                  clock=FixedClock(NOW)), auth) as gateway:
         settings = Settings(port=0, metrics_port=-1, data_dir=tmp / "orch", scheduler_gateway_target=gateway.address,
                             trace_target=trace.address, retrieval_target=dead, generation_target=dead,
-                            citation_validator_target=dead)
+                            citation_validator_target=dead, database_url=database_url)
         with serving(orchestrator_spec(settings, auth), auth) as orch, grpc.insecure_channel(orch.address) as channel:
             seeds = {"Ask": pb.AskRequest(question="Can I get a cardiology appointment at Northside tomorrow?",
                                           location_id="acme-northside", locale="en")}
             # (No idempotency key in the seed: after its first answer every mutation would be
             # ALREADY_EXISTS IDEMPOTENCY_KEY_REUSED and reach nothing deeper; keys are generated.)
-            orchestrator_rows = fuzzing.directory_counts(settings.data_dir, skip=("outbox",))
+            orchestrator_rows = (fuzzing.sql_counts(database_url) if database_url
+                                 else fuzzing.directory_counts(settings.data_dir, skip=("outbox",)))
             gateway_rows = fuzzing.directory_counts(tmp / "gateway")
 
             def counted() -> dict[str, int]:

@@ -1,10 +1,12 @@
 """The fuzz suite (issue 17 §3, tests/fuzzing.py) over every RPC of the retrieval service, over real
-gRPC on its SQLite store and embedded index with one document ingested: generated, mutated and raw
+gRPC on its store (SQLite, and PostgreSQL) and embedded index with one document ingested: generated, mutated and raw
 requests with tokens of every role and invalid ones. Never INTERNAL/UNKNOWN, never a hang past the
 deadline, INVALID_ARGUMENT names its field, a failed call leaves every table's row count unchanged
 (documents, versions, passages, outbox), and the service is still SERVING afterwards."""
 
 from __future__ import annotations
+
+import contextlib
 
 import fuzzing
 import grpc
@@ -35,10 +37,21 @@ def _ingest_request(document_id: str) -> pb.IngestDocumentRequest:
         locale="en")
 
 
-@pytest.fixture(scope="module")
-def world(auth, tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def world(request, auth, tmp_path_factory):
     data = tmp_path_factory.mktemp("fuzz-retrieval")
-    with running_service(auth, data) as client, grpc.insecure_channel(client.runner.address) as channel:
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            overrides, counts = {}, fuzzing.directory_counts(data)
+        else:
+            url = stack.enter_context(fuzzing.postgres_database())
+            overrides, counts = {"database_url": url}, fuzzing.sql_counts(url)
+        yield stack.enter_context(_world(auth, data, counts, **overrides))
+
+
+@contextlib.contextmanager
+def _world(auth, data, counts, **overrides):
+    with running_service(auth, data, **overrides) as client, grpc.insecure_channel(client.runner.address) as channel:
         ingested = client.stub.IngestDocument(_ingest_request("fuzz-doc"), timeout=60,
                                               metadata=client.md(TENANT, ("policy_admin",)))
         version = ingested.version.version_id
@@ -55,8 +68,7 @@ def world(auth, tmp_path_factory):
             "ListVersions": pb.ListVersionsRequest(document_id="fuzz-doc", page_size=5),
             "ApprovePassages": pb.ApprovePassagesRequest(passage_ids=[passage.passage_id]),
         }
-        yield fuzzing.World(channel, SERVICE, auth, TENANT, fuzzing.directory_counts(data), seeds=seeds,
-                            timeout=30)
+        yield fuzzing.World(channel, SERVICE, auth, TENANT, counts, seeds=seeds, timeout=30)
 
 
 test_generated, test_mutated, test_raw, test_regressions, test_still_serving = fuzzing.suite(REGRESSIONS)
