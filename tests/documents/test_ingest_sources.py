@@ -345,3 +345,22 @@ def test_a_database_writer_cannot_move_a_passage_to_another_page_or_approve_it(f
     engine.dispose()
     code, reason, _ = refused(fresh.get, [target])
     assert code == grpc.StatusCode.DATA_LOSS and reason.startswith("PASSAGE"), reason
+
+
+def test_an_approval_past_its_callers_deadline_is_not_committed(fresh):
+    """Issue 17 §4: ApprovePassages checks the caller's deadline just before its commit; past it the
+    passage stays under review (and its version is not re-signed); with time to spare it commits."""
+    from citetrace.kit.auth import Principal
+    from citetrace.kit.context import call_context
+    from citetrace.kit.errors import DeadlineExceeded
+
+    reply = fresh.ingest("notes-late", fixtures.notes_and_tables_pdf(), filename="notes.pdf")
+    pending = list(reply.extraction.passages_needing_review)[0]
+    admin = Principal(TENANT, "admin-1", ("policy_admin",))
+    with call_context(admin, None, timeout=-1.0), pytest.raises(DeadlineExceeded) as refused_late:
+        fresh.core.approve_passages(admin, [pending])
+    assert refused_late.value.reason == "DEADLINE_PASSED"
+    assert fresh.get([pending]).passages[0].review_state == common_pb2.REVIEW_STATE_PENDING
+    with call_context(admin, None, timeout=30.0):
+        fresh.core.approve_passages(admin, [pending])
+    assert fresh.get([pending]).passages[0].review_state == common_pb2.REVIEW_STATE_APPROVED
