@@ -112,6 +112,11 @@ def main() -> None:
     relevance = RelevanceModel(embedder)
     relevance.warm_up()
 
+    progress(f"relevance of the top {depth} on {len(test)} test queries")
+    test_cands, cpu_ms = candidates(bench, docs, sorted(test), depth, relevance)
+    progress(f"test (fixed settings): none {evaluate(test, reranked_run(test_cands, None))['ndcg@10']}, "
+             f"embedded weight {settings.rerank_weight} "
+             f"{evaluate(test, reranked_run(test_cands, settings.rerank_weight))['ndcg@10']}")
     progress(f"relevance of the top {depth} on {len(tune)} train queries")
     tune_cands, _ = candidates(bench, docs, sorted(tune), depth, relevance)
     grid = {str(w): evaluate(tune, reranked_run(tune_cands, w))["ndcg@10"] for w in WEIGHTS}
@@ -119,8 +124,6 @@ def main() -> None:
     best = max(WEIGHTS, key=lambda w: (grid[str(w)], -w))  # ties: the lighter rerank
     progress(f"train: none {train_none}; by weight {grid}; chosen {best}")
 
-    progress(f"relevance of the top {depth} on {len(test)} test queries")
-    test_cands, cpu_ms = candidates(bench, docs, sorted(test), depth, relevance)
     result_test = {
         "none": evaluate(test, reranked_run(test_cands, None)),
         f"embedded_weight_{settings.rerank_weight}_shipped": evaluate(test, reranked_run(test_cands,
