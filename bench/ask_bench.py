@@ -277,6 +277,9 @@ def beside(result: dict, other: Path) -> dict | None:
 def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size: int | None = None,
                      backend: dict | None = None):
     """Every service's servicer from its own build_spec(), warmed up, wired without gRPC."""
+    # No network in this mode: the clients a bootstrap builds (e.g. trace's passage reader) are
+    # never called, and the stack's certificates are not this process's (kit.clients.transport).
+    os.environ.setdefault("CITETRACE_TLS_MODE", "plaintext")
     from citetrace.outbox import TraceOutbox
 
     from services.citation_validator.bootstrap import build_spec as validator_spec
