@@ -12,10 +12,12 @@ Data (all in the repo, tune halves only; the test halves are never read here):
     question of sample-1000.jsonl (the external check) and every non-clinical or visit-preparation
     focus left out; at most 45 per qtype, one per focus; label clinical.
 
-Heads: multinomial logistic regression (boundary) and one logistic regression per intent over the
-clause's feature vector (features.py: MiniLM mean- and max-pooled, hashed n-grams), L2-regularised,
-class-weighted, fitted to convergence by scikit-learn's L-BFGS on a sparse matrix (training only: the
-services compute the same linear heads in numpy, model.py). scikit-learn is a dev dependency.
+Heads, over the clause's feature vector (features.py: MiniLM mean- and max-pooled, hashed n-grams):
+the boundary a softmax with one ReLU hidden layer (BOUNDARY_HIDDEN units; scikit-learn's MLPClassifier,
+Adam, L2 alpha, class-balanced sample weights; BOUNDARY_HIDDEN = 0 gives the multinomial logistic
+regression), the intents one logistic regression each (L-BFGS to convergence, C, balanced), all fitted
+on a sparse matrix. Training only: the services compute the same heads in numpy (model.py);
+scikit-learn is a dev dependency.
 Thresholds: chosen on out-of-fold predictions over the tune half (5 folds) with the rules applied
 exactly as analysis.py applies them, once per trained language (en, nb-NO: the scores are not equally
 calibrated for both) and once over both (for an undetermined language): the lowest emergency
