@@ -28,7 +28,7 @@ import grpc
 import yaml
 from citetrace.common.v1 import appointments_pb2 as ap_pb
 from citetrace.kit.auth import bearer_metadata, mint_token
-from citetrace.kit.testing import serving, test_auth_settings, token_metadata
+from citetrace.kit.testing import serving, test_auth_settings, through, token_metadata
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 from google.protobuf import timestamp_pb2
@@ -83,8 +83,8 @@ def proposals(stub, auth, slots: list, concurrency: int) -> dict:
 
     def one(index: int, slot) -> None:
         ref = f"bench-patient-{concurrency}-{index}"
-        assistant = bearer_metadata(mint_token(auth, tenant_id="acme-health", subject=ref, roles=["patient"],
-                                               patient_ref=ref, actor="service:orchestrator"))
+        assistant = through(bearer_metadata(mint_token(auth, tenant_id="acme-health", subject=ref, roles=["patient"],
+                                                       patient_ref=ref)), "orchestrator")  # the orchestrator calls
         patient = bearer_metadata(mint_token(auth, tenant_id="acme-health", subject=ref, roles=["patient"]))
         began = time.perf_counter()
         proposal = stub.ProposeChange(pb.ProposeChangeRequest(

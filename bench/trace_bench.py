@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "trace"))
 
-from citetrace.kit.testing import test_auth_settings, token_metadata  # noqa: E402
+from citetrace.kit.testing import service_metadata, test_auth_settings, token_metadata  # noqa: E402
 from citetrace.trace.v1 import trace_service_pb2 as pb  # noqa: E402
 from tracefixtures import TENANT, make_record, trace_service  # noqa: E402
 
@@ -66,7 +66,7 @@ def scratch_database(url: str | None):
 
 def run(args, database_url: str | None) -> None:
     auth = test_auth_settings()
-    writer = token_metadata(auth, TENANT, ("service",))
+    writer = service_metadata(TENANT)
     reader = token_metadata(auth, TENANT, ("auditor",))
     with tempfile.TemporaryDirectory() as tmp, trace_service(auth, Path(tmp), database_url) as (runner, stub, svc):
         print(f"store: {svc.core.store.dialect}; record size {len(make_record('x').SerializeToString())} bytes")
@@ -104,7 +104,7 @@ def outbox_drain(auth, target: str, tmp: Path, n: int) -> None:
     from citetrace.kit.trace_client import TraceClient
     from citetrace.outbox import TraceOutbox, trace_deliverer
 
-    deliver = trace_deliverer(TraceClient(target, auth, caller="orchestrator", timeout=10))
+    deliver = trace_deliverer(TraceClient(target, caller="orchestrator", timeout=10))
     down = [True]
 
     def gated(record):

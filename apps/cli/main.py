@@ -41,9 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "data_dir", None) is not None:
-        from apps.cli.common import use_transport
+        from citetrace.kit.clients import set_process_identity
+
+        from apps.cli.common import CLI_IDENTITY, use_transport
 
         use_transport(args.data_dir)  # mutual TLS with the local stack's CLI certificate, when it has one
+        set_process_identity(CLI_IDENTITY)  # who the CLI says it is over plaintext (development)
     return int(args.func(args) or 0)
 
 

@@ -40,10 +40,10 @@ _PR_SET_PDEATHSIG = 1
 _STATEFUL = ("retrieval", "scheduler_gateway", "trace", "orchestrator")
 # Signs the local console's session cookie (created once, like the development token secret).
 CONSOLE_SESSION_SECRET_FILE = "console-session-secret"
-# The processes that still mint tokens with the issuer's private key: the console's development
-# sign-in, and (until service identity comes from mTLS, issue 17 §1) the services that mint
-# `service` and delegated tokens. The others get only the public key.
-_SIGNING = ("console", "orchestrator", "retrieval", "scheduler_gateway")
+# The one process of the stack that mints tokens with the issuer's private key: the console's
+# development sign-in. The six services get only the public key (they are identified by their
+# certificates, kit.tls, and forward the user's own token).
+_SIGNING = ("console",)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

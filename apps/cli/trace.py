@@ -16,7 +16,7 @@ from pathlib import Path
 
 import grpc
 from citetrace.common.v1 import appointments_pb2, common_pb2, route_pb2
-from citetrace.kit.auth import bearer_metadata
+from citetrace.kit.clients import call
 from citetrace.kit.timestamps import from_timestamp, iso_z, to_timestamp
 from citetrace.receipts import build_receipt, check_retrievable, cited_passage_ids, to_dict
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -66,7 +66,8 @@ def rpc(method, request, token: str, timeout: float = 30.0, not_found_patience: 
     patience = time.monotonic() + not_found_patience
     while True:
         try:
-            return method(request, timeout=timeout, metadata=bearer_metadata(token))
+            # kit.clients.call: the token, and over plaintext the CLI's claimed identity
+            return call(method, request, timeout=timeout, token=token)
         except grpc.RpcError as err:
             if err.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() < patience:
                 time.sleep(0.1)
@@ -426,7 +427,7 @@ def run_outbox(args: argparse.Namespace) -> int:
     from citetrace.kit.trace_client import TraceClient
     from citetrace.outbox import TraceOutbox, trace_deliverer
 
-    from apps.cli.common import auth_settings
+    from apps.cli.common import use_transport
 
     path = args.path or args.data_dir / "orchestrator" / "trace-outbox.sqlite"
     if not path.exists():
@@ -435,7 +436,11 @@ def run_outbox(args: argparse.Namespace) -> int:
     def not_now(_record) -> None:
         raise RuntimeError("inspection only")
 
-    deliver = trace_deliverer(TraceClient(args.target or target(args.data_dir, "trace"), auth_settings(args.data_dir),
+    if args.flush:
+        # The records are the orchestrator's: they are delivered as the orchestrator, with its
+        # certificate from the local stack's CA (only it may call RecordTrace).
+        use_transport(args.data_dir, identity="orchestrator")
+    deliver = trace_deliverer(TraceClient(args.target or target(args.data_dir, "trace"),
                                           caller="orchestrator")) if args.flush else not_now
     outbox = TraceOutbox(path, deliver)
     try:

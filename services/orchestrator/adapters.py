@@ -12,7 +12,7 @@ from typing import Any
 
 from citetrace.citation_validator.v1 import citation_validator_service_pb2_grpc as cv_grpc
 from citetrace.generation.v1 import generation_service_pb2_grpc as gen_grpc
-from citetrace.kit.auth import AuthSettings, Principal, delegated_token
+from citetrace.kit.auth import AuthSettings, Principal
 from citetrace.kit.clients import invoke, stub
 from citetrace.kit.trace_client import TraceClient
 from citetrace.outbox import TraceOutbox, trace_deliverer
@@ -44,7 +44,7 @@ class _Client:
         return cls(stub(cls.stub_class, target))
 
     def _invoke(self, method, request, timeout: float, token: str | None = None):
-        return invoke(method, request, self.service, timeout=timeout, token=token)
+        return invoke(method, request, self.service, timeout=timeout, token=token, caller="orchestrator")
 
 
 class SchedulerClient(_Client):
@@ -74,11 +74,9 @@ class SchedulerClient(_Client):
 
     def propose_change(self, request: m.ProposalRequest, principal: Principal, timeout: float) -> m.Proposal:
         """The gateway stores proposals only from staff or from the assistant acting for the user:
-        the call carries a short-lived token delegated to the orchestrator (RFC 8693 `act`) with the
-        caller's own tenant, roles, locations and patient. Without signing keys the caller's token
-        is forwarded as it is (and the gateway refuses a patient's)."""
-        token = delegated_token(self._auth, principal, "orchestrator") if self._auth is not None else None
-        reply = self._invoke(self._stub.ProposeChange, codec.propose_pb(request), timeout, token=token)
+        the call forwards the user's own token (tenant, roles, locations, patient) and comes from the
+        orchestrator's certificate, which is how the gateway knows the assistant acts for the user."""
+        reply = self._invoke(self._stub.ProposeChange, codec.propose_pb(request), timeout)
         return codec.proposal_from_pb(reply.proposal)
 
 
@@ -128,7 +126,7 @@ class TraceSink:
         self._timeout = timeout
         self._contexts: dict[str, object] = {}
         self._contexts_lock = threading.Lock()
-        client = TraceClient(target, auth, caller="orchestrator", timeout=timeout)
+        client = TraceClient(target, caller="orchestrator", timeout=timeout)
         self._outbox = TraceOutbox(outbox_path, self._in_ask_trace(trace_deliverer(client)), synchronous=synchronous)
 
     # Span contexts of Asks whose records wait for background delivery (bounded; after a restart

@@ -12,7 +12,7 @@ from citetrace.embeddings import Embedder
 from citetrace.kit.auth import AuthSettings, auth_from_environment
 from citetrace.kit.errors import Unavailable
 from citetrace.kit.server import ServiceSpec
-from citetrace.kit.trace_client import TraceClient, can_sign
+from citetrace.kit.trace_client import TraceClient
 from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as pb_grpc
 
@@ -79,11 +79,12 @@ def open_store(settings: Settings, *, sign: bool = True) -> Store:
 
 
 def version_event_relay(settings: Settings, store: Store, auth: AuthSettings | None) -> VersionEventRelay | None:
-    """Version events go to the trace service in the background; without a key that can sign
-    service tokens they stay queued in the store of record (delivered after a restart with one)."""
-    if not can_sign(auth):
+    """Version events go to the trace service in the background, sent by retrieval as itself (its
+    mTLS certificate; no token). Without auth settings (a bare in-process test) they stay queued in
+    the store of record."""
+    if auth is None:
         return None
-    client = TraceClient(settings.trace_target, auth, caller="retrieval", timeout=settings.trace_timeout_seconds)
+    client = TraceClient(settings.trace_target, caller="retrieval", timeout=settings.trace_timeout_seconds)
     return VersionEventRelay(store, TraceVersionEventSender(client), poll_seconds=settings.version_event_poll_seconds,
                              backoff_base_seconds=settings.version_event_backoff_seconds,
                              backoff_max_seconds=settings.version_event_max_backoff_seconds)

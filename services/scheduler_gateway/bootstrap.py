@@ -12,7 +12,7 @@ from collections.abc import Callable
 from citetrace.kit.auth import AuthSettings, auth_from_environment
 from citetrace.kit.relay import Periodic
 from citetrace.kit.server import ServiceSpec
-from citetrace.kit.trace_client import TraceClient, can_sign
+from citetrace.kit.trace_client import TraceClient
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 
@@ -90,9 +90,9 @@ def build(settings: Settings, *, source: SlotSource | None = None, clock: Callab
             default_page_size=settings.default_page_size), **clock_kw)
         if settings.expiry_sweep_seconds > 0:
             background.append(Periodic("scheduler-proposal-expiry", settings.expiry_sweep_seconds, workflow.expire_due))
-        if settings.trace_target and can_sign(auth):
+        if settings.trace_target and auth is not None:  # sent as itself (its mTLS certificate; no token)
             relay = action_event_relay(
-                store, TraceClient(settings.trace_target, auth, caller="scheduler_gateway",
+                store, TraceClient(settings.trace_target, caller="scheduler_gateway",
                                    timeout=settings.trace_timeout_seconds),
                 poll_seconds=settings.action_event_poll_seconds,
                 backoff_base_seconds=settings.action_event_backoff_seconds,

@@ -10,7 +10,7 @@ import jwt
 import pytest
 from citetrace.kit.auth import AuthSettings, TokenVerifier, mint_token
 from citetrace.kit.errors import Unauthenticated
-from citetrace.kit.stack import BY_NAME
+from citetrace.kit.stack import BY_NAME, SERVICES
 
 from apps.cli.main import main
 from apps.cli.stack import _service_env
@@ -36,6 +36,12 @@ def test_up_environment_gives_verify_only_services_the_public_key_alone(tmp_path
     with pytest.raises(Unauthenticated) as refused:
         mint_token(services, tenant_id="acme-health", subject="x", roles=["policy_admin"])
     assert refused.value.reason == "NO_SIGNING_KEY"
+
+
+@pytest.mark.parametrize("info", [i for i in SERVICES], ids=lambda i: i.name)
+def test_no_service_of_the_stack_gets_the_private_key(info, tmp_path):
+    env = _service_env(info, tmp_path, 0)
+    assert "CITETRACE_AUTH_RS256_PRIVATE_KEY_FILE" not in env and "CITETRACE_AUTH_HS256_SECRET" not in env
 
 
 def test_the_issuer_is_created_once_and_reused(tmp_path):

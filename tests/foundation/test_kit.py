@@ -103,11 +103,16 @@ def test_downstream_deadline_never_outlives_the_incoming_call():
         assert effective_timeout(10.0) == 0.001
 
 
-def test_service_tokens_are_cached_per_signing_key():
-    from citetrace.kit.auth import service_token
+def test_a_token_with_role_service_grants_nothing():
+    """Services are identified by their certificates: whoever holds the issuer's key still cannot
+    mint a service credential, because a token naming role service is refused."""
+    from citetrace.kit.errors import Unauthenticated
     from citetrace.kit.testing import test_auth_settings
 
-    first, second = test_auth_settings(), test_auth_settings()
-    assert service_token(first, "t1", "orchestrator") == service_token(first, "t1", "orchestrator")
-    principal = TokenVerifier(second).verify(service_token(second, "t1", "orchestrator"))
-    assert principal.roles == ("service",) and principal.tenant_id == "t1"
+    auth = test_auth_settings()
+    token = mint_token(auth, tenant_id="t1", subject="service:orchestrator", roles=["service"])
+    with pytest.raises(Unauthenticated) as refused:
+        TokenVerifier(auth).verify_user(token)
+    assert refused.value.reason == "SERVICE_ROLE_IN_TOKEN"
+
+

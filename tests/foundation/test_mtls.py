@@ -5,12 +5,14 @@ SAN URI of its certificate."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -47,28 +49,35 @@ def pki(tmp_path_factory):
     return LocalCA(root / "ours"), LocalCA(root / "theirs", common_name="another CA")
 
 
-@pytest.fixture(scope="module")
-def trace_process(pki, auth, tmp_path_factory):
-    ours, _ = pki
-    folder = tmp_path_factory.mktemp("trace")
+@contextlib.contextmanager
+def trace_process_with(ca: LocalCA, auth, folder: Path) -> Iterator[tuple[str, Path]]:
+    """`python -m services.trace` with its certificate from `ca`, SERVING; (address, log)."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITETRACE_")}
     env.update({"CITETRACE_TRACE_PORT": str(port), "CITETRACE_TRACE_METRICS_PORT": "-1",
                 "CITETRACE_TRACE_DATA_DIR": str(folder), **auth_env(auth, signing=False),
-                **ours.issue("trace").env()})
+                **ca.issue("trace").env()})
     log = folder / "trace.log"
     with log.open("ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "services.trace"], cwd=REPO, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     address = f"127.0.0.1:{port}"
-    caller = ours.issue("orchestrator").settings()
-    deadline = time.monotonic() + 90
-    while health_of(address, timeout=1.0, transport=caller) != "SERVING":
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.2)
-    yield address, log
-    proc.terminate()
-    proc.wait(timeout=30)
+    caller = ca.issue("orchestrator").settings()
+    try:
+        deadline = time.monotonic() + 90
+        while health_of(address, timeout=1.0, transport=caller) != "SERVING":
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield address, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def trace_process(pki, auth, tmp_path_factory):
+    with trace_process_with(pki[0], auth, tmp_path_factory.mktemp("trace")) as running:
+        yield running
 
 
 def _list_traces(address: str, transport: TransportSettings, auth) -> pb.ListTracesResponse:

@@ -61,7 +61,7 @@ def probe(monkeypatch):
         assert lines[0].startswith("SERVING "), f"probe server did not start: {lines[0]!r}"
         return proc, float(lines[0].split()[1]), meanwhile
 
-    token = mint_token(AuthSettings(hs256_secret=secret), tenant_id="acme-health", subject="svc", roles=["service"])
+    token = mint_token(AuthSettings(hs256_secret=secret), tenant_id="acme-health", subject="svc", roles=["staff"])
     clients.close_channels()
     stub = ret_grpc.RetrievalServiceStub(clients.channel(f"127.0.0.1:{port}"))
 

@@ -9,16 +9,14 @@ import threading
 
 import grpc
 import pytest
-from citetrace.kit.auth import AuthSettings
 from citetrace.kit.clients import error_info
 from citetrace.kit.telemetry import add_span_processor, setup_tracing, tenant_ref
-from citetrace.kit.testing import serving
+from citetrace.kit.testing import install_dev_issuer, serving
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
-from apps.cli.common import dev_secret
 from apps.cli.main import main as cli
 from services.scheduler_gateway.bootstrap import build_spec
 from services.scheduler_gateway.domain import BUSY, FREE, LocationRecord, SlotRecord, SlotSource
@@ -139,13 +137,13 @@ def test_stages_have_spans_and_latency_histograms(auth, sqlite_url, metadata_for
     assert not any("patient-ref-9" in str(v) for span in spans.values() for v in span.attributes.values())
 
 
-def test_cli_find_through_the_gateway(tmp_path, sqlite_url, capsys, monkeypatch):
+def test_cli_find_through_the_gateway(auth, tmp_path, sqlite_url, capsys, monkeypatch):
     for key in [k for k in __import__("os").environ if k.startswith("CITETRACE_AUTH_")]:
         monkeypatch.delenv(key)
-    secret = dev_secret(tmp_path, create=True)
+    install_dev_issuer(auth, tmp_path)  # what `citetrace up` creates
     load(sqlite_url, world())
     spec = build_spec(Settings(port=0, metrics_port=-1, database_url=sqlite_url), clock=FixedClock(NOW))
-    with serving(spec, AuthSettings(hs256_secret=secret)) as runner:
+    with serving(spec, auth) as runner:
         common = ["--target", runner.address, "--data-dir", str(tmp_path)]
         assert cli(["slots", "find", "--tenant", "acme-health", "--specialty", "cardiology", "--all",
                     "--page-size", "2", "--json", *common]) == 0

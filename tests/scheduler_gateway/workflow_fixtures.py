@@ -9,6 +9,7 @@ import datetime as dt
 from citetrace.common.v1 import appointments_pb2 as ap
 from citetrace.common.v1 import common_pb2
 from citetrace.kit.auth import bearer_metadata, mint_token
+from citetrace.kit.testing import through
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from sqlalchemy import select
 
@@ -29,9 +30,11 @@ def staff(auth, tenant: str = TENANT, locations=(), subject: str = "desk-1"):
 
 
 def assistant_for(auth, ref: str, tenant: str = TENANT, roles=("patient",), locations=()):
-    """The orchestrator acting for a user: the user's identity with act = service:orchestrator."""
-    return bearer_metadata(mint_token(auth, tenant_id=tenant, subject=ref, roles=list(roles), location_ids=locations,
-                                      patient_ref=ref if "patient" in roles else "", actor="service:orchestrator"))
+    """The orchestrator acting for a user: the user's own token, in a call from the orchestrator
+    (its certificate under mTLS; claimed here, over the tests' plaintext)."""
+    return through(bearer_metadata(mint_token(auth, tenant_id=tenant, subject=ref, roles=list(roles),
+                                              location_ids=locations, patient_ref=ref if "patient" in roles else "")),
+                   "orchestrator")
 
 
 def citation(version: str = "v-cancel-1", passage: str = "p-fee-1") -> common_pb2.Citation:

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from citetrace.common.v1 import appointments_pb2 as ap
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.auth import Principal
+from citetrace.kit.testing import service_metadata
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from test_service import expect_error, record
 from test_store import _bypass
@@ -45,8 +46,9 @@ def record_action(stub, md, event):
 
 def test_actions_are_links_of_the_same_chain_shown_with_their_ask(trace, metadata_for):
     _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
-    asked = record(stub, md, make_record(ASK))
+    md = service_metadata(TENANT, "scheduler_gateway")
+    asker = service_metadata(TENANT, "orchestrator")  # only the orchestrator records Asks
+    asked = record(stub, asker, make_record(ASK))
     proposed = record_action(stub, md, action("evt-1"))
     assert proposed.created
     assert (proposed.link.sequence, proposed.link.previous_hash) == (2, asked.record_hash)
@@ -54,7 +56,7 @@ def test_actions_are_links_of_the_same_chain_shown_with_their_ask(trace, metadat
     confirmed = record_action(stub, md, action("evt-2", pb.ACTION_EVENT_KIND_CONFIRMED))
     assert confirmed.link.previous_hash == proposed.link.link_hash
     # The next Ask record continues after the links.
-    later = stub.RecordTrace(pb.RecordTraceRequest(record=make_record("t-later")), timeout=10, metadata=md)
+    later = stub.RecordTrace(pb.RecordTraceRequest(record=make_record("t-later")), timeout=10, metadata=asker)
     got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-later"), timeout=10,
                         metadata=metadata_for(TENANT, ("auditor",))).record
     assert got.sequence == 4 and got.previous_hash == confirmed.link.link_hash and later.created
@@ -81,15 +83,20 @@ def test_actions_are_links_of_the_same_chain_shown_with_their_ask(trace, metadat
 
 def test_only_services_write_actions_and_tenants_stay_apart(trace, metadata_for):
     _, stub, _ = trace
+    # A user's direct call is no scheduler-gateway (kit.callers); through the gateway, a patient's
+    # token still lacks the role.
     expect_error(lambda: record_action(stub, metadata_for(TENANT, ("patient",)), action("evt-x")),
+                 grpc.StatusCode.PERMISSION_DENIED, "CALLER_NOT_ALLOWED")
+    via_gateway = (*metadata_for(TENANT, ("patient",)), *service_metadata(TENANT, "scheduler_gateway")[1:])
+    expect_error(lambda: record_action(stub, via_gateway, action("evt-x")),
                  grpc.StatusCode.PERMISSION_DENIED, "ROLE_REQUIRED")
-    expect_error(lambda: record_action(stub, metadata_for(TENANT, SERVICE), pb.ActionEvent(event_id="evt-y")),
+    expect_error(lambda: record_action(stub, service_metadata(TENANT, "scheduler_gateway"), pb.ActionEvent(event_id="evt-y")),
                  grpc.StatusCode.INVALID_ARGUMENT, "MISSING_KIND")
-    expect_error(lambda: record_action(stub, metadata_for(TENANT, SERVICE), action("bad id")),
+    expect_error(lambda: record_action(stub, service_metadata(TENANT, "scheduler_gateway"), action("bad id")),
                  grpc.StatusCode.INVALID_ARGUMENT, "INVALID_EVENT_ID")
-    record_action(stub, metadata_for(TENANT, SERVICE), action("evt-1"))
+    record_action(stub, service_metadata(TENANT, "scheduler_gateway"), action("evt-1"))
     # The same event ID in another tenant is another event, on that tenant's own chain.
-    other = record_action(stub, metadata_for(OTHER_TENANT, SERVICE), action("evt-1"))
+    other = record_action(stub, service_metadata(OTHER_TENANT, "scheduler_gateway"), action("evt-1"))
     assert other.created and other.link.sequence == 1
     assert stub.ListChainLinks(pb.ListChainLinksRequest(subject_trace_id=ASK), timeout=10,
                                metadata=metadata_for(OTHER_TENANT, ("staff",))).links == [other.link]

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from citetrace.kit.auth import Principal
 from citetrace.kit.errors import FailedPrecondition
 from citetrace.kit.metrics import CHECKPOINT_MISMATCHES, SIGNATURE_FAILURES
-from citetrace.kit.testing import install_dev_issuer
+from citetrace.kit.testing import install_dev_issuer, service_metadata
 from citetrace.signing import generate_key_files
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from test_store import _bypass
@@ -270,7 +270,7 @@ def test_cli_checkpoint_then_verify_reports_a_truncated_tail(auth, tmp_path, met
     data_dir.mkdir()
     install_dev_issuer(auth, data_dir)
     with trace_service(auth, tmp_path / "trace") as (runner, stub, servicer):
-        md = metadata_for(TENANT, ("service",))
+        md = service_metadata(TENANT)
         for i in (1, 2, 3):
             stub.RecordTrace(pb.RecordTraceRequest(record=make_record(f"cli-{i}")), timeout=10, metadata=md)
         args = ["--tenant", TENANT, "--roles", "auditor", "--target", runner.address, "--data-dir", str(data_dir)]
@@ -394,7 +394,7 @@ def test_a_served_trace_service_checkpoints_periodically(auth, tmp_path, metadat
     with trace_service(auth, tmp_path / "svc", checkpoint_interval_seconds=0.2) as (runner, stub, servicer):
         for i in (1, 2):
             stub.RecordTrace(pb.RecordTraceRequest(record=make_record(f"p-{i}")), timeout=10,
-                             metadata=metadata_for(TENANT, ("service",)))
+                             metadata=service_metadata(TENANT))
         deadline = time.monotonic() + 15
         latest = None
         while time.monotonic() < deadline:

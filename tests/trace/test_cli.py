@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.auth import mint_token
-from citetrace.kit.testing import install_dev_issuer, serving
+from citetrace.kit.testing import install_dev_issuer, service_metadata, serving
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -26,7 +26,7 @@ def stack(auth, tmp_path, metadata_for):
     data_dir.mkdir()
     install_dev_issuer(auth, data_dir)  # what `citetrace up` creates
     with trace_service(auth, tmp_path / "trace") as (runner, stub, servicer):
-        md = metadata_for(TENANT, ("service",))
+        md = service_metadata(TENANT)
         stub.RecordTrace(pb.RecordTraceRequest(record=make_record("cli-1")), timeout=10, metadata=md)
         stub.RecordTrace(pb.RecordTraceRequest(record=make_record(
             "cli-2", cited=(CANCEL_RULE,), retrieved=(CANCEL_RULE,), outcome=c.PART_OUTCOME_PARTIALLY_ANSWERED,
@@ -153,8 +153,7 @@ def test_export_writes_a_receipt_and_names_sources_no_longer_retrievable(stack, 
                                                        version_id="e" * 64, start=0, end=5))
         record = make_record("cli-export", cited=(live, retired, unknown), retrieved=(live, retired, unknown))
         stack["stub"].RecordTrace(pb.RecordTraceRequest(record=record), timeout=10,
-                                  metadata=(("authorization", "Bearer " + mint_token(
-                                      auth, tenant_id=TENANT, subject="svc", roles=["service"])),))
+                                  metadata=service_metadata(TENANT))
         out_file = tmp_path / "receipt.json"
         code, out, err = run(capsys, "trace", "export", "cli-export", "--out", str(out_file),
                              "--retrieval-target", retrieval.address, *common(stack))

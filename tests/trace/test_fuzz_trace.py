@@ -11,7 +11,7 @@ import contextlib
 import fuzzing
 import grpc
 import pytest
-from citetrace.kit.testing import token_metadata
+from citetrace.kit.testing import service_metadata
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from tracefixtures import TENANT, make_record, trace_service
 
@@ -41,7 +41,7 @@ def world(request, auth, tmp_path_factory):
 def _world(auth, data, url, counts):
     with trace_service(auth, data, url) as (runner, stub, _), grpc.insecure_channel(runner.address) as channel:
         stub.RecordTrace(pb.RecordTraceRequest(record=make_record("t-fuzz")), timeout=10,
-                         metadata=token_metadata(auth, TENANT, ("service",)))
+                         metadata=service_metadata(TENANT))
         seeds = {
             "RecordTrace": pb.RecordTraceRequest(record=make_record("t-fuzz-seed")),
             "GetTrace": pb.GetTraceRequest(trace_id="t-fuzz"),

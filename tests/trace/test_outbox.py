@@ -183,7 +183,7 @@ def test_killing_the_trace_service_mid_run_loses_nothing_and_duplicates_nothing(
     target = f"127.0.0.1:{port}"
     log = tmp_path / "trace.log"
     proc = start_service(port, tmp_path / "data", auth, log, database_url)
-    deliver = trace_deliverer(TraceClient(target, auth, caller="orchestrator", timeout=2.0))
+    deliver = trace_deliverer(TraceClient(target, caller="orchestrator", timeout=2.0))
     outbox_path = tmp_path / "orchestrator" / "outbox.db"
     outbox = TraceOutbox(outbox_path, deliver, min_backoff=0.1, max_backoff=0.5, poll_interval=0.2)
     outbox.start()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import grpc
 import pytest
 from citetrace.common.v1 import common_pb2 as c
-from citetrace.kit.testing import serving, token_metadata
+from citetrace.kit.testing import service_metadata, serving, token_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as pb
@@ -63,7 +63,7 @@ def test_text_is_read_back_under_the_readers_own_audience(auth, tmp_path, metada
     runner, patient, staff, texts = retrieval
     with trace_service(auth, tmp_path, retrieval_target=runner.address) as (_, stub, _):
         rec = make_record("t-readback", retrieved=(_passage(patient), _passage(staff)), cited=())
-        stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, ("service",)))
+        stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=service_metadata(TENANT))
 
         basic = _get(stub, metadata_for, "t-readback", ("auditor",), pb.TRACE_VIEW_BASIC)
         assert _texts(basic) == ["", ""], "the stored record has identities only"
@@ -91,7 +91,7 @@ def test_text_that_does_not_match_the_recorded_digest_is_never_shown(auth, tmp_p
     tampered.content_sha256 = "0" * 64
     with trace_service(auth, tmp_path, retrieval_target=runner.address) as (_, stub, _):
         rec = make_record("t-digest", retrieved=(_passage(tampered), _passage(staff)), cited=())
-        stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, ("service",)))
+        stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=service_metadata(TENANT))
         reply = _get(stub, metadata_for, "t-digest", ("auditor",))
     assert _texts(reply) == ["", texts[staff.passage_id]]
     assert reply.passage_text.digest_mismatch == 1 and reply.passage_text.filled == 1
@@ -102,7 +102,7 @@ def test_retrieval_down_the_record_still_reads_by_identity(auth, tmp_path, metad
     with socket_closed() as address, trace_service(auth, tmp_path, retrieval_target=address,
                                                    passage_read_timeout_seconds=1.0) as (_, stub, _):
         rec = make_record("t-down", retrieved=(_passage(patient),), cited=())
-        stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, ("service",)))
+        stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=service_metadata(TENANT))
         reply = _get(stub, metadata_for, "t-down", ("auditor",))
     assert _texts(reply) == [""]
     assert reply.passage_text.unavailable_reason and not reply.passage_text.filled
@@ -113,7 +113,7 @@ def test_a_record_sent_with_passage_text_is_stored_without_it_and_stays_idempote
                                                                                      retrieval):
     _, patient, _, _ = retrieval
     with trace_service(auth, tmp_path) as (_, stub, _):
-        md = metadata_for(TENANT, ("service",))
+        md = service_metadata(TENANT)
         with_text = make_record("t-strip", retrieved=(_passage(patient),), cited=())
         first = stub.RecordTrace(pb.RecordTraceRequest(record=with_text), timeout=10, metadata=md)
         without = pb.TraceRecord()
@@ -126,7 +126,7 @@ def test_a_record_sent_with_passage_text_is_stored_without_it_and_stays_idempote
 def test_an_unknown_view_is_a_clear_error(auth, tmp_path, metadata_for):
     with trace_service(auth, tmp_path) as (_, stub, _):
         stub.RecordTrace(pb.RecordTraceRequest(record=make_record("t-view")), timeout=10,
-                         metadata=metadata_for(TENANT, ("service",)))
+                         metadata=service_metadata(TENANT))
         with pytest.raises(grpc.RpcError) as caught:
             _get(stub, metadata_for, "t-view", ("auditor",), view=7)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

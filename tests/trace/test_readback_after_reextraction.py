@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from citetrace.common.v1 import common_pb2 as c
+from citetrace.kit.testing import service_metadata
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from documents import fixtures
 from documents.test_ingest_sources import TENANT, ReorderingPdfExtractor, service
@@ -29,7 +30,7 @@ def test_an_old_trace_resolves_to_the_old_extraction(auth, tmp_path, metadata_fo
     assert "[1] Measured from the appointment time" in cited.text and cited.identity.page_label_start == "A-1"
     record = make_record("t-reextracted", tenant=TENANT, retrieved=(cited,), cited=(cited,))
     with trace_service(auth, tmp_path / "trace") as (_, stub, _):
-        stub.RecordTrace(pb.RecordTraceRequest(record=record), timeout=10, metadata=metadata_for(TENANT, ("service",)))
+        stub.RecordTrace(pb.RecordTraceRequest(record=record), timeout=10, metadata=service_metadata(TENANT))
 
     newer = Extractors([ReorderingPdfExtractor(rules_revision=2), HtmlExtractor(), MarkdownExtractor()])
     with service(auth, tmp_path / "retrieval", extractors=newer) as new_retrieval:

@@ -10,7 +10,7 @@ import time
 
 import grpc
 import pytest
-from citetrace.kit.testing import serving, token_metadata
+from citetrace.kit.testing import service_metadata, serving
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as pb_grpc
 from tracefixtures import TENANT, make_record
@@ -38,7 +38,7 @@ def test_a_record_whose_commit_outlives_the_callers_deadline_is_not_stored(auth,
 
     spec = build_spec(Settings(port=0, metrics_port=-1, data_dir=tmp_path, retrieval_target=""),
                       before_commit=before_commit)
-    writer = token_metadata(auth, TENANT, ("service",))
+    writer = service_metadata(TENANT)
     with serving(spec, auth) as runner, grpc.insecure_channel(runner.address) as channel:
         stub = pb_grpc.TraceServiceStub(channel)
         db = tmp_path / "trace.db"

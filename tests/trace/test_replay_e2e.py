@@ -51,8 +51,7 @@ def _spec(name: str, data_dir: Path, auth, **extra):
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, auth):
-    # The session's key: kit.auth.service_token caches tokens per (tenant, service) for the whole
-    # process, so every in-process orchestrator/outbox of a test session must share one key.
+    # The session's issuer key: the CLI's replay mints the askers' tokens with it.
     data_dir = tmp_path_factory.mktemp("replay-e2e")
     install_dev_issuer(auth, data_dir)
     with contextlib.ExitStack() as stack:

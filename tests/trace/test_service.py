@@ -9,6 +9,7 @@ import grpc
 import pytest
 from citetrace.common.v1 import common_pb2 as c
 from citetrace.kit.clients import error_info
+from citetrace.kit.testing import service_metadata, through
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from tracefixtures import (
     CANCEL_RULE,
@@ -39,7 +40,7 @@ def expect_error(call, code, reason):
 def test_record_then_get_round_trips_the_record(trace, metadata_for):
     _, stub, _ = trace
     rec = make_record("t-roundtrip")
-    reply = record(stub, metadata_for(TENANT, SERVICE), rec)
+    reply = record(stub, service_metadata(TENANT), rec)
     assert reply.created and len(reply.record_hash) == 64
     reply_full = stub.GetTrace(pb.GetTraceRequest(trace_id="t-roundtrip"), timeout=10,
                                metadata=metadata_for(TENANT, ("auditor", "patient")))
@@ -64,7 +65,7 @@ def test_record_then_get_round_trips_the_record(trace, metadata_for):
 
 def test_retried_write_is_idempotent_and_a_different_record_conflicts(trace, metadata_for):
     _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
+    md = service_metadata(TENANT)
     rec = make_record("t-idem")
     first = record(stub, md, rec)
     again = record(stub, md, rec)
@@ -79,7 +80,7 @@ def test_retried_write_is_idempotent_and_a_different_record_conflicts(trace, met
 
 def test_retry_without_created_at_is_still_idempotent(trace, metadata_for):
     _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
+    md = service_metadata(TENANT)
     rec = make_record("t-nocreated")
     rec.ClearField("created_at")
     first = record(stub, md, rec)
@@ -89,14 +90,19 @@ def test_retry_without_created_at_is_still_idempotent(trace, metadata_for):
 
 def test_only_the_service_role_writes_and_only_for_its_tenant(trace, metadata_for):
     _, stub, _ = trace
+    # Only the orchestrator records Asks (kit.callers); a user's token through it still needs the role.
     expect_error(lambda: record(stub, metadata_for(TENANT, ("auditor", "reviewer")), make_record("t-w1")),
-                 grpc.StatusCode.PERMISSION_DENIED, "ROLE_REQUIRED")
-    expect_error(lambda: record(stub, metadata_for(OTHER_TENANT, SERVICE), make_record("t-w2", tenant=TENANT)),
+                 grpc.StatusCode.PERMISSION_DENIED, "CALLER_NOT_ALLOWED")
+    expect_error(lambda: record(stub, through(metadata_for(TENANT, ("auditor", "reviewer")), "orchestrator"),
+                                make_record("t-w1")), grpc.StatusCode.PERMISSION_DENIED, "ROLE_REQUIRED")
+    expect_error(lambda: record(stub, service_metadata(TENANT, "generation"), make_record("t-w1")),
+                 grpc.StatusCode.PERMISSION_DENIED, "CALLER_NOT_ALLOWED")
+    expect_error(lambda: record(stub, service_metadata(OTHER_TENANT), make_record("t-w2", tenant=TENANT)),
                  grpc.StatusCode.PERMISSION_DENIED, "TENANT_MISMATCH")
     # An empty tenant_id is filled from the token.
     rec = make_record("t-w3")
     rec.tenant_id = ""
-    assert record(stub, metadata_for(OTHER_TENANT, SERVICE), rec).created
+    assert record(stub, service_metadata(OTHER_TENANT), rec).created
     got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-w3"), timeout=10,
                         metadata=metadata_for(OTHER_TENANT, ("auditor",))).record
     assert got.tenant_id == OTHER_TENANT
@@ -104,7 +110,7 @@ def test_only_the_service_role_writes_and_only_for_its_tenant(trace, metadata_fo
 
 def test_another_tenants_trace_is_not_found(trace, metadata_for):
     _, stub, _ = trace
-    record(stub, metadata_for(TENANT, SERVICE), make_record("t-tenant"))
+    record(stub, service_metadata(TENANT), make_record("t-tenant"))
     other = metadata_for(OTHER_TENANT, ("auditor", "reviewer"))
     expect_error(lambda: stub.GetTrace(pb.GetTraceRequest(trace_id="t-tenant"), timeout=10, metadata=other),
                  grpc.StatusCode.NOT_FOUND, "TRACE_NOT_FOUND")
@@ -118,7 +124,7 @@ def test_another_tenants_trace_is_not_found(trace, metadata_for):
 
 def test_query_text_only_for_reviewer_and_auditor(trace, metadata_for):
     _, stub, _ = trace
-    record(stub, metadata_for(TENANT, SERVICE), make_record("t-query"))
+    record(stub, service_metadata(TENANT), make_record("t-query"))
 
     def query_for(roles):
         return stub.GetTrace(pb.GetTraceRequest(trace_id="t-query"), timeout=10,
@@ -134,7 +140,7 @@ def test_query_text_only_for_reviewer_and_auditor(trace, metadata_for):
 
 def test_list_filters_and_paging(trace, metadata_for):
     _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
+    md = service_metadata(TENANT)
     base = dt.datetime(2026, 11, 1, 12, 0)
     record(stub, md, make_record("t-a", created_at=base))
     record(stub, md, make_record("t-b", created_at=base + dt.timedelta(days=1), cited=(CANCEL_RULE,),
@@ -181,7 +187,7 @@ def test_list_filters_and_paging(trace, metadata_for):
 
 def test_review_binds_answer_and_evidence_versions_and_version_events_flag_rereview(trace, metadata_for):
     _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
+    md = service_metadata(TENANT)
     created = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(minutes=5)
     first = record(stub, md, make_record("t-rev", created_at=created))
     record(stub, md, make_record("t-other", created_at=created, cited=(CANCEL_RULE,), retrieved=(CANCEL_RULE,)))
@@ -209,11 +215,12 @@ def test_review_binds_answer_and_evidence_versions_and_version_events_flag_rerev
 
     assert needing() == []
     expect_error(lambda: stub.RecordVersionEvent(pb.RecordVersionEventRequest(
-        version_id=MRI_RULE.identity.version_id, kind=1), timeout=10, metadata=reviewer),
+        version_id=MRI_RULE.identity.version_id, kind=1), timeout=10, metadata=through(reviewer, "cli")),
         grpc.StatusCode.PERMISSION_DENIED, "ROLE_REQUIRED")
     affected = stub.RecordVersionEvent(pb.RecordVersionEventRequest(
         version_id=MRI_RULE.identity.version_id, kind=pb.VERSION_EVENT_KIND_SUPERSEDED,
-        replaced_by_version_id="v" + "3" * 63), timeout=10, metadata=metadata_for(TENANT, ("policy_admin",)))
+        replaced_by_version_id="v" + "3" * 63), timeout=10,
+        metadata=through(metadata_for(TENANT, ("policy_admin",)), "cli"))
     assert affected.affected_traces == 1
     assert needing() == ["t-rev"]
     got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-rev"), timeout=10, metadata=reader)
@@ -237,7 +244,7 @@ def test_review_binds_answer_and_evidence_versions_and_version_events_flag_rerev
 
 def test_retention_redacts_query_text_as_recorded_event_and_chain_still_verifies(trace, metadata_for):
     _, stub, _ = trace
-    md = metadata_for(TENANT, SERVICE)
+    md = service_metadata(TENANT)
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     old_record = make_record("t-old", created_at=now - dt.timedelta(days=40))
     record(stub, md, old_record)
@@ -264,15 +271,15 @@ def test_retention_redacts_query_text_as_recorded_event_and_chain_still_verifies
 def test_retention_uses_the_configured_period(auth, tmp_path, metadata_for):
     with trace_service(auth, tmp_path, retention_days=10) as (_, stub, _):
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        record(stub, metadata_for(TENANT, SERVICE), make_record("t-11d", created_at=now - dt.timedelta(days=11)))
-        record(stub, metadata_for(TENANT, SERVICE), make_record("t-9d", created_at=now - dt.timedelta(days=9)))
+        record(stub, service_metadata(TENANT), make_record("t-11d", created_at=now - dt.timedelta(days=11)))
+        record(stub, service_metadata(TENANT), make_record("t-9d", created_at=now - dt.timedelta(days=9)))
         reply = stub.ApplyRetention(pb.ApplyRetentionRequest(), timeout=10, metadata=metadata_for(TENANT, ("auditor",)))
         assert reply.redacted == 1
 
 
 def test_invalid_requests_name_the_field(sqlite_trace, metadata_for):
     _, stub, _ = sqlite_trace
-    md = metadata_for(TENANT, SERVICE)
+    md = service_metadata(TENANT)
     expect_error(lambda: record(stub, md, pb.TraceRecord()), grpc.StatusCode.INVALID_ARGUMENT, "MISSING_TRACE_ID")
     expect_error(lambda: record(stub, md, pb.TraceRecord(trace_id="bad id with spaces")),
                  grpc.StatusCode.INVALID_ARGUMENT, "INVALID_TRACE_ID")
@@ -282,8 +289,10 @@ def test_invalid_requests_name_the_field(sqlite_trace, metadata_for):
     # Nothing half-stored: the trace ID is still free.
     assert record(stub, md, make_record("t-long")).created
     expect_error(lambda: stub.RecordVersionEvent(pb.RecordVersionEventRequest(version_id="v1"), timeout=10,
-                                                 metadata=md), grpc.StatusCode.INVALID_ARGUMENT, "MISSING_KIND")
-    expect_error(lambda: stub.ApplyRetention(pb.ApplyRetentionRequest(retention_days=-1), timeout=10, metadata=md),
+                                                 metadata=service_metadata(TENANT, "retrieval")),
+                 grpc.StatusCode.INVALID_ARGUMENT, "MISSING_KIND")
+    expect_error(lambda: stub.ApplyRetention(pb.ApplyRetentionRequest(retention_days=-1), timeout=10,
+                                             metadata=metadata_for(TENANT, ("auditor",))),
                  grpc.StatusCode.INVALID_ARGUMENT, "RETENTION_OUT_OF_RANGE")
 
 
@@ -292,10 +301,10 @@ def test_the_service_applies_the_configured_retention_on_its_own(auth, tmp_path,
 
     with trace_service(auth, tmp_path, retention_days=30, retention_interval_seconds=0.2) as (_, stub, _):
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        record(stub, metadata_for(TENANT, SERVICE), make_record("t-auto-old", created_at=now - dt.timedelta(days=31)))
-        record(stub, metadata_for(OTHER_TENANT, SERVICE),
+        record(stub, service_metadata(TENANT), make_record("t-auto-old", created_at=now - dt.timedelta(days=31)))
+        record(stub, service_metadata(OTHER_TENANT),
                make_record("t-auto-other", tenant=OTHER_TENANT, created_at=now - dt.timedelta(days=45)))
-        record(stub, metadata_for(TENANT, SERVICE), make_record("t-auto-new", created_at=now))
+        record(stub, service_metadata(TENANT), make_record("t-auto-new", created_at=now))
         deadline = time.monotonic() + 10
 
         def get(trace_id, tenant=TENANT):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 from citetrace.kit.telemetry import add_span_processor, setup_tracing
+from citetrace.kit.testing import service_metadata
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,8 +31,8 @@ def test_record_trace_opens_the_trace_record_stage(spans, sqlite_trace, metadata
     spans.clear()
     before = sample("citetrace_stage_duration_seconds_count", service="trace", stage="trace.record")
     rec = make_record("span-1")
-    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, ("service",)))
-    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, ("service",)))
+    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=service_metadata(TENANT))
+    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=service_metadata(TENANT))
     finished = [s for s in spans.get_finished_spans() if s.name == "trace.record"]
     assert [s.attributes["citetrace.created"] for s in finished] == [True, False]
     assert finished[0].attributes["citetrace.parts"] == 1
@@ -44,7 +45,7 @@ def test_record_trace_opens_the_trace_record_stage(spans, sqlite_trace, metadata
 def test_a_broken_chain_counts_a_digest_failure(sqlite_trace, metadata_for):
     _, stub, servicer = sqlite_trace
     stub.RecordTrace(pb.RecordTraceRequest(record=make_record("m-1")), timeout=10,
-                     metadata=metadata_for(TENANT, ("service",)))
+                     metadata=service_metadata(TENANT))
     before = sample("citetrace_digest_failures_total", service="trace", kind="trace_chain")
     auditor = metadata_for(TENANT, ("auditor",))
     assert stub.VerifyChain(pb.VerifyChainRequest(), timeout=10, metadata=auditor).ok

@@ -7,6 +7,7 @@ from __future__ import annotations
 import grpc
 import pytest
 from citetrace.kit.clients import error_info
+from citetrace.kit.testing import service_metadata
 from citetrace.kit.validation import rules, validate_request
 from citetrace.trace.v1 import trace_service_pb2 as pb
 from google.protobuf import descriptor_pool
@@ -41,7 +42,7 @@ def test_an_out_of_range_timestamp_is_invalid_timestamp_not_internal(sqlite_trac
 def test_record_review_with_an_unknown_decision_is_refused_and_nothing_is_stored(sqlite_trace, metadata_for):
     _, stub, _ = sqlite_trace
     stub.RecordTrace(pb.RecordTraceRequest(record=make_record("t-edge-review")), timeout=10,
-                     metadata=metadata_for(TENANT, SERVICE))
+                     metadata=service_metadata(TENANT))
     reviewer = metadata_for(TENANT, ("reviewer",), subject="reviewer-9")
     err = expect_invalid(lambda: stub.RecordReview(pb.RecordReviewRequest(trace_id="t-edge-review", decision=99),
                                                    timeout=10, metadata=reviewer), "UNKNOWN_ENUM_VALUE")
@@ -84,7 +85,7 @@ def test_a_trailing_newline_does_not_slip_through_an_id_pattern(sqlite_trace, me
                                            metadata=metadata_for(TENANT, ("auditor",))), "INVALID_DOCUMENT_ID")
     rec = make_record("t-nl\n")
     expect_invalid(lambda: stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10,
-                                            metadata=metadata_for(TENANT, SERVICE)), "INVALID_TRACE_ID")
+                                            metadata=service_metadata(TENANT)), "INVALID_TRACE_ID")
 
 
 @pytest.mark.parametrize("raw", [
@@ -148,7 +149,7 @@ def test_entity_surfaces_and_principal_ref_only_for_readers_of_the_question(sqli
     _, stub, _ = sqlite_trace
     rec = make_record("t-edge-surface", question="I was born 1970-03-04, when do I arrive?")
     rec.route.entities.append(r.Entity(kind="date", surface="1970-03-04", value="1970-03-04", confidence=1.0))
-    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=metadata_for(TENANT, SERVICE))
+    stub.RecordTrace(pb.RecordTraceRequest(record=rec), timeout=10, metadata=service_metadata(TENANT))
     for roles in (("staff",), ("policy_admin",)):
         got = stub.GetTrace(pb.GetTraceRequest(trace_id="t-edge-surface"), timeout=10,
                             metadata=metadata_for(TENANT, roles)).record

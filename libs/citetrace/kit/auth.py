@@ -4,7 +4,8 @@ comes from a signed JWT in call metadata, never from a request body.
 Every service verifies the token itself with the issuer's public key (RS256 or EdDSA, the
 algorithm fixed by the key, not the token) or, as a development setting that logs a warning, an HS256
 shared secret, and the orchestrator forwards the caller's token downstream, so each service enforces
-its own scope.
+its own scope. No service mints tokens: a service is identified by its mTLS certificate (kit.tls),
+never by a token, and a token claiming role `service` is refused.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ class Principal:
     # The patient this caller is (claim `patient_ref`; a patient token without it is the patient
     # its subject names). Services take a patient's identity from here, never from a request body.
     patient_ref: str = ""
-    # The service acting for this user (claim `act.sub`, RFC 8693), e.g. "service:orchestrator"
-    # when the assistant calls on the user's behalf; empty for a direct call.
+    # The backend service acting for this user, e.g. "service:orchestrator" when the assistant
+    # calls on the user's behalf: the identity in the caller's mTLS certificate (kit.server), never
+    # a claim of the token; empty for a direct call (the CLI, the console).
     actor: str = ""
 
     def has_any_role(self, roles: Iterable[str]) -> bool:
@@ -156,18 +158,25 @@ class TokenVerifier:
             raise Unauthenticated("TOKEN_INVALID", "the bearer token names no tenant")
         roles = tuple(sorted(str(r) for r in claims.get("roles", [])))
         patient_ref = claims.get("patient_ref") or (str(claims["sub"]) if ROLE_PATIENT in roles else "")
-        act = claims.get("act")
         principal = Principal(
             tenant_id=tenant,
             subject=str(claims["sub"]),
             roles=roles,
             location_ids=tuple(sorted(str(loc) for loc in claims.get("locations", []))),
             patient_ref=str(patient_ref),
-            actor=str(act.get("sub", "")) if isinstance(act, dict) else "",
         )
         # jwt.decode checked that these are numbers; a token without nbf/iat is valid from the start.
         not_before = max(float(claims.get("nbf", float("-inf"))), float(claims.get("iat", float("-inf"))))
         return principal, not_before, float(claims["exp"])
+
+    def verify_user(self, token: str) -> Principal:
+        """`verify`, refusing role `service`: services are identified by their certificates, so a
+        token naming that role (whoever minted it) grants nothing."""
+        principal = self.verify(token)
+        if ROLE_SERVICE in principal.roles:
+            raise Unauthenticated("SERVICE_ROLE_IN_TOKEN",
+                                  "a bearer token cannot carry role service: services authenticate with their mTLS certificate")
+        return principal
 
     def verify_metadata(self, metadata: Iterable[tuple[str, str | bytes]]) -> tuple[Principal, str]:
         """Returns the principal and the raw token (to forward downstream)."""
@@ -223,9 +232,9 @@ def mint_token(
     ttl_seconds: int = 3600,
     now: float | None = None,
     patient_ref: str = "",
-    actor: str = "",
 ) -> str:
-    """Mints a token (development tokens, service tokens, tests). Needs the signing key."""
+    """Mints a token (the issuer: the CLI's development tokens, the console's development sign-in,
+    tests). Needs the signing key, which no service holds."""
     issued = int(time.time() if now is None else now)
     claims = {
         "iss": settings.issuer,
@@ -239,40 +248,12 @@ def mint_token(
     }
     if patient_ref:
         claims["patient_ref"] = patient_ref
-    if actor:
-        claims["act"] = {"sub": actor}
     if settings.rs256_private_key_file is not None:
         private_pem = settings.rs256_private_key_file.read_bytes()
         return jwt.encode(claims, private_pem, algorithm=_signing_algorithm(private_pem))
     if not settings.hs256_secret:
         raise Unauthenticated("NO_SIGNING_KEY", "minting needs CITETRACE_AUTH_HS256_SECRET or an RS256 private key")
     return jwt.encode(claims, settings.hs256_secret, algorithm="HS256")
-
-
-_service_tokens: dict[tuple[str, str, str], tuple[str, float]] = {}
-
-
-def service_token(settings: AuthSettings, tenant_id: str, service_name: str, ttl_seconds: int = 300) -> str:
-    """A short-lived token with role `service` for internal calls on behalf of a tenant (e.g. the
-    orchestrator recording a trace). Cached until a minute before it expires."""
-    # Keyed by the signing key too: two deployments' settings in one process must not share tokens.
-    key = (tenant_id, service_name, settings.hs256_secret or str(settings.rs256_private_key_file))
-    cached = _service_tokens.get(key)
-    if cached and cached[1] - time.time() > 60:
-        return cached[0]
-    token = mint_token(settings, tenant_id=tenant_id, subject=f"service:{service_name}", roles=[ROLE_SERVICE],
-                       ttl_seconds=ttl_seconds)
-    _service_tokens[key] = (token, time.time() + ttl_seconds)
-    return token
-
-
-def delegated_token(settings: AuthSettings, principal: Principal, service_name: str, ttl_seconds: int = 120) -> str:
-    """A short-lived token for `service_name` acting for `principal` (RFC 8693 `act`): the same
-    tenant, roles, locations and patient as the user's verified token, plus the acting service,
-    so the callee applies the user's scope and knows the call came through that service."""
-    return mint_token(settings, tenant_id=principal.tenant_id, subject=principal.subject, roles=principal.roles,
-                      location_ids=principal.location_ids, ttl_seconds=ttl_seconds,
-                      patient_ref=principal.patient_ref, actor=f"{SERVICE_SUBJECT_PREFIX}{service_name}")
 
 
 def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:

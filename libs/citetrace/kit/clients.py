@@ -118,12 +118,13 @@ def effective_timeout(timeout: float | None = None) -> float:
 
 
 def call(method: Callable[..., Any], request: Any, *, timeout: float | None = None, token: str | None = None,
-         caller: str = "") -> Any:
-    """Calls a unary RPC with a deadline and the bearer token of the current call (or `token`). In
+         caller: str = "", metadata: tuple[tuple[str, str], ...] = ()) -> Any:
+    """Calls a unary RPC with a deadline and the bearer token of the current call (or `token`; none
+    when `metadata` is given without one: a service calling as itself, kit.trace_client). In
     plaintext development mode the call claims to come from `caller` (else this process's service);
     under mTLS the certificate says who calls and no claim is sent."""
-    bearer = token or current_token()
-    metadata: tuple[tuple[str, str], ...] = bearer_metadata(bearer) if bearer else ()
+    bearer = token or (None if metadata else current_token())
+    metadata = (*(bearer_metadata(bearer) if bearer else ()), *metadata)
     claimed = caller or _identity[0]
     if claimed and transport().plaintext:
         metadata = (*metadata, (PEER_METADATA, claimed))
@@ -176,9 +177,9 @@ def domain_error(error: grpc.RpcError, service: str) -> errors.DomainError:
 
 
 def invoke(method: Callable[..., Any], request: Any, service: str, *, timeout: float | None = None,
-           token: str | None = None, caller: str = "") -> Any:
+           token: str | None = None, caller: str = "", metadata: tuple[tuple[str, str], ...] = ()) -> Any:
     """`call`, with a failure raised as the DomainError of `domain_error`."""
     try:
-        return call(method, request, timeout=timeout, token=token, caller=caller)
+        return call(method, request, timeout=timeout, token=token, caller=caller, metadata=metadata)
     except grpc.RpcError as err:
         raise domain_error(err, service) from None

@@ -21,12 +21,22 @@ from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 from opentelemetry.instrumentation.grpc import server_interceptor as otel_server_interceptor
 
-from citetrace.kit.auth import AUTH_PREFIX, AuthSettings, TokenVerifier
+from citetrace.kit.auth import (
+    AUTH_PREFIX,
+    AUTHORIZATION,
+    ROLE_SERVICE,
+    SERVICE_SUBJECT_PREFIX,
+    AuthSettings,
+    Principal,
+    TokenVerifier,
+    bearer_token,
+)
 from citetrace.kit.balancing import GrpcSettings, grpc_settings, server_options
+from citetrace.kit.callers import BACKEND_SERVICES, TENANT_METADATA, may_act_alone, may_call
 from citetrace.kit.clients import set_process_identity
 from citetrace.kit.clients import transport as process_transport
 from citetrace.kit.context import call_context
-from citetrace.kit.errors import Code, DomainError, InvalidArgument
+from citetrace.kit.errors import Code, DomainError, InvalidArgument, PermissionDenied
 from citetrace.kit.metrics import (
     GRPC_SERVER_DURATION,
     GRPC_SERVER_HANDLED,
@@ -118,6 +128,25 @@ class KitInterceptor(grpc.ServerInterceptor):
         self._domain = f"{service}.citetrace"
         self._verifier = verifier
 
+    def _authenticate(self, method: str, metadata, peer: str) -> tuple[Principal, str | None]:
+        """The principal of a call: the user of its bearer token (acting through `peer` when that is
+        a backend service), or, with no token, the calling service itself for the tenant it names,
+        where kit.callers lets it act alone. PERMISSION_DENIED for a caller the RPC does not allow."""
+        if not may_call(method, peer):
+            raise PermissionDenied("CALLER_NOT_ALLOWED",
+                                   f"{method.rsplit('/', 1)[-1]} may not be called by {peer or 'an unidentified caller'}",
+                                   caller=peer)
+        if any(name == AUTHORIZATION for name, _ in metadata) or not may_act_alone(method, peer):
+            token = bearer_token(metadata)
+            principal = self._verifier.verify_user(token)
+            if peer in BACKEND_SERVICES:
+                principal = dataclasses.replace(principal, actor=f"{SERVICE_SUBJECT_PREFIX}{peer}")
+            return principal, token
+        tenant = _metadata_value(metadata, TENANT_METADATA)
+        if not tenant:
+            raise InvalidArgument("TENANT_MISSING", f"a service call names its tenant in {TENANT_METADATA} metadata")
+        return Principal(tenant, f"{SERVICE_SUBJECT_PREFIX}{peer}", (ROLE_SERVICE,)), None
+
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         method = handler_call_details.method
@@ -132,8 +161,9 @@ class KitInterceptor(grpc.ServerInterceptor):
             failure: grpc.Status | None = None
             code_name = "OK"
             try:
-                principal, token = self._verifier.verify_metadata(context.invocation_metadata())
-                peer = peer_identity(context.auth_context(), context.invocation_metadata(), self._transport)
+                metadata = context.invocation_metadata()
+                peer = peer_identity(context.auth_context(), metadata, self._transport)
+                principal, token = self._authenticate(method, metadata, peer)
                 request = None
                 try:
                     request = _decode(deserialize, raw)
@@ -170,6 +200,13 @@ class KitInterceptor(grpc.ServerInterceptor):
             request_deserializer=None,
             response_serializer=handler.response_serializer,
         )
+
+
+def _metadata_value(metadata, key: str) -> str:
+    for name, value in metadata:
+        if name == key:
+            return value.decode() if isinstance(value, bytes) else value
+    return ""
 
 
 def _decode(deserialize, raw):

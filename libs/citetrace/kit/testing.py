@@ -74,3 +74,20 @@ def token_metadata(auth: AuthSettings, tenant: str, roles=("patient",), location
                    patient_ref: str = ""):
     return bearer_metadata(mint_token(auth, tenant_id=tenant, subject=subject, roles=roles, location_ids=locations,
                                       patient_ref=patient_ref))
+
+
+def service_metadata(tenant: str, caller: str = "orchestrator"):
+    """Call metadata of a backend service acting as itself for `tenant` over plaintext (the
+    development setting, where the caller's identity is claimed in `citetrace-peer`; under mTLS
+    its certificate says it): what kit.trace_client sends."""
+    from citetrace.kit.callers import TENANT_METADATA
+    from citetrace.kit.tls import PEER_METADATA
+
+    return ((TENANT_METADATA, tenant), (PEER_METADATA, caller))
+
+
+def through(metadata, caller: str):
+    """`metadata` (e.g. a user's token) of a call made through service `caller` over plaintext."""
+    from citetrace.kit.tls import PEER_METADATA
+
+    return (*metadata, (PEER_METADATA, caller))

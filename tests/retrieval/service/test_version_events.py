@@ -14,10 +14,9 @@ import grpc
 import pytest
 import sqlalchemy as sa
 from citetrace.common.v1 import common_pb2 as c
-from citetrace.kit.auth import service_token
 from citetrace.kit.server import ServiceRunner
 from citetrace.kit.settings import ServerSettings
-from citetrace.kit.testing import token_metadata
+from citetrace.kit.testing import service_metadata, token_metadata
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as tpb
 from citetrace.trace.v1 import trace_service_pb2_grpc as tpb_grpc
@@ -80,9 +79,7 @@ def _record_citing(auth, trace_stub, trace_id: str, passage) -> None:
     record = tpb.TraceRecord(trace_id=trace_id, tenant_id=TENANT, outcome=c.PART_OUTCOME_ANSWERED,
                              parts=[tpb.PartRecord(part_id="p1", citations=[citation],
                                                    outcome=c.PART_OUTCOME_ANSWERED)])
-    token = service_token(auth, TENANT, "orchestrator")
-    trace_stub.RecordTrace(tpb.RecordTraceRequest(record=record), timeout=10,
-                           metadata=(("authorization", f"Bearer {token}"),))
+    trace_stub.RecordTrace(tpb.RecordTraceRequest(record=record), timeout=10, metadata=service_metadata(TENANT))
 
 
 def _needing_review(auth, trace_stub) -> list[str]:
