@@ -61,6 +61,14 @@ DEV_SIGNING_KEYS = {
              "-----END PRIVATE KEY-----\n",
 }
 OTLP_ENDPOINT = "http://otel-collector:4317"
+# Mutual TLS between the services (issue 17 §1): each pod mounts its Secret citetrace-<dns>-tls
+# (keys tls.crt, tls.key, ca.crt: a kubernetes.io/tls Secret plus the CA, as cert-manager writes
+# them) whose certificate names the service in a SAN URI spiffe://citetrace/<service>.
+TLS_DIR = "/etc/citetrace/tls"
+# Development overlay only: a throw-away CA and certificates made once by this generator
+# (citetrace.kit.tls.LocalCA) and kept in the repository, so they prove nothing.
+DEV_TLS_DIR = "k8s/overlays/dev/dev-tls"
+DEV_NAMESPACE = "citetrace-dev"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -350,8 +358,10 @@ def deployment(info: ServiceInfo) -> dict:
     env = []
     env.append({"name": "CITETRACE_AUTH_HS256_SECRET",
                 "valueFrom": {"secretKeyRef": {"name": "citetrace-auth", "key": "hs256-secret"}}})
-    # Until the certificates are mounted from Secrets: plaintext gRPC, explicitly (the services warn).
-    env.append({"name": "CITETRACE_TLS_MODE", "value": "plaintext"})
+    env += [{"name": "CITETRACE_TLS_MODE", "value": "mtls"},
+            {"name": "CITETRACE_TLS_CA_FILE", "value": f"{TLS_DIR}/ca.crt"},
+            {"name": "CITETRACE_TLS_CERT_FILE", "value": f"{TLS_DIR}/tls.crt"},
+            {"name": "CITETRACE_TLS_KEY_FILE", "value": f"{TLS_DIR}/tls.key"}]
     if has_database(info):
         env.append({"name": f"{info.env_prefix}DATABASE_URL",
                     "valueFrom": {"secretKeyRef": {"name": "citetrace-database", "key": f"{d.database}-url"}}})
@@ -381,7 +391,10 @@ def deployment(info: ServiceInfo) -> dict:
         live = {"httpGet": {"path": info.live_path, "port": "http"}}
         port_name = "http"
     else:
-        ready = live = {"grpc": {"port": info.port}}
+        # The kubelet's native gRPC probe cannot present a client certificate: the probe is the
+        # kit's health check run in the pod with the pod's own certificate (CITETRACE_TLS_*).
+        ready = live = {"exec": {"command": ["python", "-m", "citetrace.kit.healthcheck",
+                                             f"127.0.0.1:{info.port}", "--timeout", "2"]}}
         port_name = "grpc"
     startup_failures = 90 if d.needs_model else 30
     container = {
@@ -405,7 +418,9 @@ def deployment(info: ServiceInfo) -> dict:
                             "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
-    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+               {"name": "tls", "secret": {"secretName": f"citetrace-{d.dns}-tls", "defaultMode": 0o440}}]
+    container["volumeMounts"].append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
     if info.name in SIGNERS:
         container["volumeMounts"].append({"name": "signing-key", "mountPath": KEYS_DIR, "readOnly": True})
         volumes.append({"name": "signing-key", "secret": {"secretName": f"citetrace-{d.dns}-signing",
@@ -531,6 +546,9 @@ def k8s_files() -> dict[str, str]:
             {"name": "citetrace-console", "literals": ["session-secret=dev-only-console-cookie-key-change-me-0123"]},
             *[{"name": f"citetrace-{DEPLOY[name].dns}-signing", "files": [f"signing.pem=dev-keys/{DEPLOY[name].dns}.pem"]}
               for name in SIGNERS],
+            *[{"name": f"citetrace-{DEPLOY[i.name].dns}-tls", "type": "kubernetes.io/tls",
+               "files": [f"tls.crt=dev-tls/{i.name}.pem", f"tls.key=dev-tls/{i.name}-key.pem", "ca.crt=dev-tls/ca.pem"]}
+              for i in DEPLOYABLES],
             {"name": "citetrace-database", "literals": [
                 f"{DEPLOY[i.name].database}-url=postgresql+psycopg://citetrace:dev@postgres:5432/{DEPLOY[i.name].database}"
                 for i in DEPLOYABLES if has_database(i)]},
@@ -551,7 +569,9 @@ def k8s_files() -> dict[str, str]:
         "resources": ["../../base"],
         # Pin by digest in production: replace newTag by digest: sha256:... from your registry.
         "images": [{"name": f"{IMAGE_REPO}/{DEPLOY[i.name].dns}", "newTag": VERSION} for i in DEPLOYABLES],
-        # Secrets citetrace-auth (hs256-secret), citetrace-database (<db>-url), citetrace-console
+        # Secrets citetrace-<service>-tls (tls.crt, tls.key, ca.crt: a certificate of your mesh CA
+        # with SAN URI spiffe://citetrace/<service>, e.g. from cert-manager),
+        # citetrace-auth (hs256-secret), citetrace-database (<db>-url), citetrace-console
         # (session-secret), citetrace-retrieval-signing and citetrace-trace-signing (signing.pem: an
         # Ed25519 key from `citetrace keys generate`, the same for every replica) and optionally
         # citetrace-opensearch (password) and citetrace-generation (openai-api-key) come from your
@@ -603,7 +623,26 @@ def render() -> dict[str, str]:
         files[path] = HEADER + text
     for name, pem in DEV_SIGNING_KEYS.items():
         files[f"k8s/overlays/dev/dev-keys/{DEPLOY[name].dns}.pem"] = pem
+    files.update(dev_tls_files())
     return files
+
+
+def dev_tls_files() -> dict[str, str]:
+    """The development overlay's CA and one certificate per deployable (created once, then the
+    committed files are what is rendered, so --check compares them as they are)."""
+    from citetrace.kit.tls import LocalCA
+
+    ca = LocalCA(HERE / DEV_TLS_DIR, common_name="citetrace dev overlay CA (throw-away)")
+    out: dict[str, str] = {}
+    for info in DEPLOYABLES:
+        dns = DEPLOY[info.name].dns
+        issued = ca.issue(info.name, dns_names=(dns, f"{dns}.{DEV_NAMESPACE}.svc",
+                                                f"{dns}.{DEV_NAMESPACE}.svc.cluster.local", "localhost"))
+        for path in (issued.cert_file, issued.key_file):
+            out[f"{DEV_TLS_DIR}/{path.name}"] = path.read_text()
+    for name in ("ca.pem", "ca-key.pem"):
+        out[f"{DEV_TLS_DIR}/{name}"] = (HERE / DEV_TLS_DIR / name).read_text()
+    return out
 
 
 def main() -> int:

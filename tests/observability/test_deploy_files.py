@@ -217,8 +217,8 @@ def test_the_schema_check_rejects_a_wrong_field(rendered):
     _, docs = rendered
     deployment = json.loads(json.dumps(next(
         d for d in docs if d["kind"] == "Deployment"
-        and "grpc" in d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"])))
-    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpc"]["prot"] = 1
+        and "exec" in d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"])))
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"]["comand"] = ["true"]
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(deployment, K8S_VERSIONS[0], strict=True)
 
@@ -247,8 +247,9 @@ def test_every_service_has_probes_resources_security_pdb_service_and_hpa_when_st
             if isinstance(info, WebAppInfo):
                 path = info.live_path if probe == "livenessProbe" else info.ready_path
                 assert container[probe]["httpGet"] == {"path": path, "port": "http"}, (name, probe)
-            else:
-                assert container[probe]["grpc"]["port"] == info.port, (name, probe)
+            else:  # the kit's health check with the pod's own certificate (a kubelet gRPC probe has none)
+                assert container[probe]["exec"]["command"] == [
+                    "python", "-m", "citetrace.kit.healthcheck", f"127.0.0.1:{info.port}", "--timeout", "2"], (name, probe)
         resources = container["resources"]
         assert {"cpu", "memory"} <= set(resources["requests"]) and {"cpu", "memory"} <= set(resources["limits"])
         security = container["securityContext"]
@@ -453,3 +454,39 @@ def test_retrieval_pods_sharing_an_opensearch_index_do_not_rebuild_it_on_start(r
         assert settings.opensearch_rebuild_on_start is False, target
     else:
         assert target != "overlays/prod", "the prod overlay searches OpenSearch"
+
+
+def test_every_workload_runs_mutual_tls_with_its_certificate_from_a_secret(rendered):
+    """Issue 17 §1: each pod mounts Secret citetrace-<name>-tls read-only where CITETRACE_TLS_* point,
+    in mode mtls; in the dev overlay that Secret exists and its certificate names the service in
+    its SAN URI and chains to the CA it ships."""
+    import base64
+
+    from citetrace.kit.tls import identity_of_certificate
+    from cryptography import x509
+
+    target, docs = rendered
+    secrets = by_kind(docs, "Secret")
+    for name, workload in workloads(docs).items():
+        info = BY_DNS[name]
+        pod = workload["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        env = {item["name"]: item.get("value") for item in container["env"]}
+        assert env["CITETRACE_TLS_MODE"] == "mtls", name
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        (mount,) = [m for m in container["volumeMounts"]
+                    if volumes.get(m["name"], {}).get("secret", {}).get("secretName", "").startswith(f"citetrace-{name}-tls")]
+        assert mount["readOnly"] is True
+        secret_name = volumes[mount["name"]]["secret"]["secretName"]
+        assert secret_name.startswith(f"citetrace-{name}-tls"), (name, secret_name)
+        for key, file in (("CITETRACE_TLS_CA_FILE", "ca.crt"), ("CITETRACE_TLS_CERT_FILE", "tls.crt"),
+                          ("CITETRACE_TLS_KEY_FILE", "tls.key")):
+            assert env[key] == f"{mount['mountPath']}/{file}", (name, key)
+        if target == "overlays/dev":
+            data = {k: base64.b64decode(v) for k, v in secrets[secret_name]["data"].items()}
+            assert set(data) == {"tls.crt", "tls.key", "ca.crt"}
+            assert identity_of_certificate(data["tls.crt"]) == info.name
+            cert, ca = x509.load_pem_x509_certificate(data["tls.crt"]), x509.load_pem_x509_certificate(data["ca.crt"])
+            cert.verify_directly_issued_by(ca)
+            sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            assert name in sans.get_values_for_type(x509.DNSName)  # clients dial dns:///<name>:<port>
