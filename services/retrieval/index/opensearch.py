@@ -702,14 +702,16 @@ class OpenSearchBackend(FusedSearch):
     def health(self) -> BackendHealth:
         """The live index's health (cluster-level before the first generation exists) as a node
         that is part of the cluster sees it; "unreachable" when no node answers. A sample: at most one
-        request per host (the request timeout), no backoff.
+        request per host (at most 5 s each), no backoff.
 
         ``local=true`` lets a node answer while the cluster elects a new manager; but a node that
         has not joined (just restarted) has the index metadata without its shard table and calls it
         red, so a reply without ``discovered_cluster_manager`` is not taken: the next host is asked
         (the client rotates through them). When every node that answers is without a manager the
         status is yellow: searches are still answered (only writes are blocked)."""
-        timeout = self.config.timeout_seconds
+        # A sample is short (BackendHealthMonitor wants several bad ones in a row before NOT_SERVING):
+        # a node that does not answer health within 5 s counts as not answering.
+        timeout = min(self.config.timeout_seconds, 5.0)
         failure: Exception | None = None
         managerless = None
         for _ in self.config.hosts:

@@ -235,7 +235,7 @@ def test_searches_survive_a_data_node_kill_and_a_manager_kill(auth, tmp_path, cl
         _http("PUT", f"{base}/{index}/_settings", {"index.routing.allocation.require._name": "no-such-node"})
         _http("POST", f"{base}/{index}/_open?wait_for_active_shards=0")
         try:
-            wait_for(lambda: grpc_health(svc.runner.address) == NOT_SERVING, "NOT_SERVING on a red index", 60)
+            wait_for(lambda: grpc_health(svc.runner.address) == NOT_SERVING, "NOT_SERVING on a red index", 180)
             assert gauge("red") == 1
         finally:
             _http("PUT", f"{base}/{index}/_settings", {"index.routing.allocation.require._name": None})
