@@ -45,6 +45,7 @@ GENERIC = _stems(
     appointments visit visits center centre office happen happens happened run running get go going come
     coming take give let make say ask still ok okay allowed allow able possible way best usually really
     exactly ever already yet just now time times please thanks thank hi hello dr family much many often
+    long soon far
     work works seen see accept accepts book booking bookings regular normal usual general
     year years month months week weeks day days today tomorrow yesterday last next""")
 # Stop words after stemming: fragments such as "ins" of "walk-ins" stem to one ("in").
@@ -58,7 +59,7 @@ NORWEGIAN = _stems(
 INTENT_WORDS: dict[str, frozenset[str]] = {
     "ARRIVAL_PREPARATION": _stems(
         """arrive arrival arriving early earlier late before minutes minute check checkin prepare preparation
-        bring wear fast fasting come present komme tidlig møte oppmøte ta med sent"""),
+        bring wear fast fasting come present komme tidlig møte oppmøte ta med sent turn show reach"""),
     "CANCELLATION_RESCHEDULING": _stems(
         """cancel cancelled cancelling cancellation reschedule rescheduling change move fee fees charge charged
         pay cost costs notice hours advance late miss missed no-show show avbestille avbestiller avbestilling
@@ -102,11 +103,29 @@ def terms(text: str) -> frozenset[str]:
     return base | frozenset(grams)
 
 
+# Clause ends inside a sentence: "I'm due for my review - where do I check in?"
+_CLAUSE = re.compile(r"(?<=[.!?;:])\s+|\s+[-\u2013\u2014]+\s+")
+_INTERROGATIVE = re.compile(
+    r"^(?:what|when|where|which|who|whom|whose|how|why|is|are|am|was|do|does|did|can|could|will|would|should|"
+    r"shall|may|might|must|hva|hvor|hvordan|hvilken|hvilke|hvem|når|kan|må|skal|bør|er)\b", re.IGNORECASE)
+
+
+def asked_clauses(question: str) -> str:
+    """The clauses of the question that ask something. A statement beside a question ("I'm due for
+    my yearly review after last year's heart attack - where do I check in?") is context: its words
+    say why the patient asks, not what, so the answer need not cover them. A question with no
+    clause that asks, or only such clauses, is kept whole."""
+    text = question_sentences(question)
+    clauses = [c.strip() for c in _CLAUSE.split(text) if c.strip()]
+    asking = [c for c in clauses if c.endswith("?") or _INTERROGATIVE.match(c)]
+    return " ".join(asking) if asking and len(asking) < len(clauses) else text
+
+
 def key_terms(question: str, intent: str) -> frozenset[str]:
-    """What the question asks ABOUT. The names of the provider or place it asks about are not
-    among them: signal 2 checks those; coverage is about what is asked of them ("parking" at
-    Northgate, not "Northgate")."""
-    found = terms(question_sentences(question))
+    """What the question asks ABOUT: the words of its asking clauses (`asked_clauses`). The names
+    of the provider or place it asks about are not among them: signal 2 checks those; coverage is
+    about what is asked of them ("parking" at Northgate, not "Northgate")."""
+    found = terms(asked_clauses(question))
     drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset()) | _STOP_STEMS
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
     drop |= frozenset(_STEM(w) for entity in named_entities(question) for w in entity.distinctive)
