@@ -243,6 +243,29 @@ def test_a_sentence_that_does_not_answer_the_question_is_not_an_answer(generate)
     assert any("photo ID" in c.text for c in reply.claims)
 
 
+@pytest.mark.parametrize("question", [
+    # A statement beside the question says why the patient asks, not what (issue 14 point 6).
+    "My knee surgery was two years ago and my physiotherapist referred me - how early should I be there?",
+    "I had a bad fall last winter; when do I need to arrive?",
+    # Arrival asked with other verbs, and duration question words.
+    "How long before my appointment should I show up?",
+    "How soon before the visit do I have to turn up?",
+])
+def test_context_clauses_and_arrival_paraphrases_do_not_block_the_answer(generate, question):
+    reply = generate(pb.GenerateRequest(question=question, intent=ARRIVAL, passages=labelled("arrival")))
+    assert any("arrive" in c.text and "minutes" in c.text for c in reply.claims), list(reply.claims)
+
+
+@pytest.mark.parametrize("question", [
+    # The asking clause still decides: its topic is absent from the passage -> no claims.
+    "My MRI is on Tuesday and I arrive early - can I bring my dog?",
+    "I was told to arrive 15 minutes before. Is there a creche for my toddler?",
+])
+def test_a_context_clause_does_not_answer_for_the_asking_clause(generate, question):
+    reply = generate(pb.GenerateRequest(question=question, intent=ARRIVAL, passages=labelled("arrival")))
+    assert list(reply.claims) == []
+
+
 def test_a_named_provider_or_place_absent_from_the_passages_gets_no_claims(generate):
     reply = generate(pb.GenerateRequest(question="Which languages does Dr. Quinn Nobody speak?", intent=PROVIDER,
                                         passages=labelled("profile")))
