@@ -90,6 +90,7 @@ class ExtractiveBackend:
         # is not what the question asks about.
         question = relevance.terms(relevance.question_sentences(request.question)) - _QUESTION_NOISE - _CUE_STEMS
         key_terms = relevance.key_terms(request.question, request.intent)
+        asked_terms = relevance.asked_key_terms(request.question, request.intent)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
         unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = []
@@ -117,7 +118,10 @@ class ExtractiveBackend:
                         merged[key].labels.append(passage.label)
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
-                candidate.coverage = relevance.coverage(key_terms, relevance.terms(unit.text) | labelled)
+                covered = relevance.terms(unit.text) | labelled
+                candidate.coverage = relevance.coverage(key_terms, covered)
+                if asked_terms is not None:  # or what the asking clauses alone ask (relevance.asked_clauses)
+                    candidate.coverage = max(candidate.coverage, relevance.coverage(asked_terms, covered))
                 merged[key] = candidate
                 stems = relevance.terms(raw_unit.cells or unit.text)
                 # A table row's header words count, but less than its own cells: the header is the

@@ -45,7 +45,7 @@ GENERIC = _stems(
     appointments visit visits center centre office happen happens happened run running get go going come
     coming take give let make say ask still ok okay allowed allow able possible way best usually really
     exactly ever already yet just now time times please thanks thank hi hello dr family much many often
-    long soon far
+    long soon far simply
     work works seen see accept accepts book booking bookings regular normal usual general
     year years month months week weeks day days today tomorrow yesterday last next""")
 # Stop words after stemming: fragments such as "ins" of "walk-ins" stem to one ("in").
@@ -62,7 +62,7 @@ INTENT_WORDS: dict[str, frozenset[str]] = {
         bring wear fast fasting come present komme tidlig møte oppmøte ta med sent turn show reach"""),
     "CANCELLATION_RESCHEDULING": _stems(
         """cancel cancelled cancelling cancellation reschedule rescheduling change move fee fees charge charged
-        pay cost costs notice hours advance late miss missed no-show show avbestille avbestiller avbestilling
+        pay cost costs notice hours advance late miss missed no-show show turn avbestille avbestiller avbestilling
         gebyr flytte koster betale sent"""),
     "PROVIDER_INFORMATION": _stems(
         """dr doctor provider physician specialist clinician"""),
@@ -111,21 +111,32 @@ _INTERROGATIVE = re.compile(
 
 
 def asked_clauses(question: str) -> str:
-    """The clauses of the question that ask something. A statement beside a question ("I'm due for
-    my yearly review after last year's heart attack - where do I check in?") is context: its words
-    say why the patient asks, not what, so the answer need not cover them. A question with no
-    clause that asks, or only such clauses, is kept whole."""
+    """The clauses of the question that ask something, or "" when that is the whole question (no
+    clause asks, or every clause does). A statement beside a question ("I'm due for my yearly
+    review after last year's heart attack - where do I check in?") is context: it may say why the
+    patient asks (a sick child for a late cancellation), or only tell a story."""
     text = question_sentences(question)
     clauses = [c.strip() for c in _CLAUSE.split(text) if c.strip()]
     asking = [c for c in clauses if c.endswith("?") or _INTERROGATIVE.match(c)]
-    return " ".join(asking) if asking and len(asking) < len(clauses) else text
+    return " ".join(asking) if asking and len(asking) < len(clauses) else ""
 
 
 def key_terms(question: str, intent: str) -> frozenset[str]:
-    """What the question asks ABOUT: the words of its asking clauses (`asked_clauses`). The names
-    of the provider or place it asks about are not among them: signal 2 checks those; coverage is
-    about what is asked of them ("parking" at Northgate, not "Northgate")."""
-    found = terms(asked_clauses(question))
+    """What the question asks ABOUT. The names of the provider or place it asks about are not
+    among them: signal 2 checks those; coverage is about what is asked of them ("parking" at
+    Northgate, not "Northgate")."""
+    return _key_terms(question_sentences(question), question, intent)
+
+
+def asked_key_terms(question: str, intent: str) -> frozenset[str] | None:
+    """The key terms of the asking clauses alone (None when they are the whole question). A unit
+    covering these answers what was asked even when the context clause's story is not in it."""
+    asked = asked_clauses(question)
+    return _key_terms(asked, question, intent) if asked else None
+
+
+def _key_terms(text: str, question: str, intent: str) -> frozenset[str]:
+    found = terms(text)
     drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset()) | _STOP_STEMS
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
     drop |= frozenset(_STEM(w) for entity in named_entities(question) for w in entity.distinctive)
