@@ -145,6 +145,19 @@ class Stack:
     def target(self, service: str) -> str:
         return f"127.0.0.1:{self.port(service)}"
 
+    @property
+    def transport(self):
+        """The CLI's certificate from the stack's CA (`citetrace up` runs mutual TLS)."""
+        from apps.cli.common import cli_transport
+
+        return cli_transport(self.data_dir)
+
+    def channel(self, service: str):
+        """A channel of its own (close it) to a service of the stack, as the CLI."""
+        from citetrace.kit.tls import open_channel
+
+        return open_channel(self.target(service), self.transport)
+
     def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run([CITETRACE, *args, "--data-dir", str(self.data_dir)], capture_output=True, text=True,
                               env=self.env, cwd=ROOT, timeout=timeout)
