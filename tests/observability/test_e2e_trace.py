@@ -7,6 +7,7 @@ from __future__ import annotations
 import grpc
 import pytest
 from citetrace.common.v1 import common_pb2 as c_pb2
+from citetrace.kit import clients
 from citetrace.kit.clients import call, channel
 from citetrace.kit.stack import SERVICES
 from citetrace.kit.telemetry import add_span_processor, setup_tracing, tracer
@@ -50,12 +51,17 @@ def test_trace_context_crosses_processes_through_the_kit_interceptors(traced_sta
     stack, receiver = traced_stack
     token = dev_token(stack.data_dir, "acme-health", ["patient"])
     client_spans.clear()
-    with tracer("citetrace.e2e").start_as_current_span("e2e.client") as root:
-        trace_id = format(root.get_span_context().trace_id, "032x")
-        call(ret_grpc.RetrievalServiceStub(channel(stack.target("retrieval"))).Search,
-             ret_pb2.SearchRequest(query="when should I arrive for my appointment", k=5,
-                                   scope=ret_pb2.SearchScope(intents=[c_pb2.INTENT_ARRIVAL_PREPARATION])),
-             token=token, timeout=30)
+    before = clients.transport()
+    clients.configure_transport(stack.transport)  # the kit's channels, with the CLI's certificate (mTLS)
+    try:
+        with tracer("citetrace.e2e").start_as_current_span("e2e.client") as root:
+            trace_id = format(root.get_span_context().trace_id, "032x")
+            call(ret_grpc.RetrievalServiceStub(channel(stack.target("retrieval"))).Search,
+                 ret_pb2.SearchRequest(query="when should I arrive for my appointment", k=5,
+                                       scope=ret_pb2.SearchScope(intents=[c_pb2.INTENT_ARRIVAL_PREPARATION])),
+                 token=token, timeout=30)
+    finally:
+        clients.configure_transport(before)  # back to the in-process tests' setting
     (client,) = [s for s in client_spans.get_finished_spans()
                  if s.kind == SpanKind.CLIENT and s.name == SEARCH_METHOD]
     assert format(client.context.trace_id, "032x") == trace_id
