@@ -33,6 +33,12 @@ def metadata_for(auth):
     return make
 
 
+@pytest.fixture(scope="session")
+def postgres_admin_url():
+    """The configured PostgreSQL server's admin URL, for tests that create databases of their own."""
+    return POSTGRES_URL
+
+
 @pytest.fixture
 def postgres_url():
     """A fresh, empty PostgreSQL database for one test; dropped afterwards. Started by

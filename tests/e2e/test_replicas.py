@@ -45,10 +45,9 @@ from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2_grpc as ret_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
+from retrieval.opensearch_fixtures import opensearch_url  # noqa: F401 - the node fixture
 
 from apps.cli.ingest import collect, parse_file
-from tests.conftest import POSTGRES_URL
-from tests.retrieval.opensearch_fixtures import opensearch_url  # noqa: F401 - the node fixture
 
 from .conftest import CORPUS, SLOTS
 from .replicas import replicated_stack
@@ -287,10 +286,10 @@ def _check_conversations(stack, turns: list[tuple[Call, Call]]) -> None:
         assert record.conversation_id == first.reply.conversation_id
 
 
-def test_two_replicas_of_each_survive_a_kill_with_no_lost_or_duplicated_evidence(tmp_path, opensearch_url):  # noqa: F811
+def test_two_replicas_of_each_survive_a_kill_with_no_lost_or_duplicated_evidence(tmp_path, opensearch_url, postgres_admin_url):  # noqa: F811
     auth = kit_testing.test_auth_settings()
     started = time.monotonic()
-    with replicated_stack(tmp_path / "stack", auth, POSTGRES_URL, opensearch_url, replicas=2,
+    with replicated_stack(tmp_path / "stack", auth, postgres_admin_url, opensearch_url, replicas=2,
                           slots_file=SLOTS) as stack:
         up_seconds = time.monotonic() - started
         _ingest_corpus(stack)
