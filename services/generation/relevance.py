@@ -10,7 +10,9 @@ One rule, two signals, both explainable from the question and the offered passag
    cancellation). A candidate sentence covers a key term when the term occurs in the sentence or
    in its passage's title or heading path (the same stem, or one word a prefix of the other with at
    least 5 letters: inflections the English stemmer does not know, "avbestiller"/"avbestilling").
-   coverage = covered key terms / key terms (1.0 when the question has none). A sentence may become
+   coverage = covered key terms / key terms (1.0 when the question has none), the better of the whole
+   question's and its asking clauses' alone (`asked_clauses`: a statement beside the question is
+   context, "I'm due for my review after my heart attack - where do I check in?"). A sentence may become
    a claim only when coverage >= the threshold (services/generation/settings.py
    `relevance_threshold`, chosen on the eval's "should answer" vs "should abstain" cases).
 2. Named entities. A provider named with a title ("Dr. Quinn Nobody") or a place named with a place
