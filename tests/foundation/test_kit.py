@@ -116,3 +116,20 @@ def test_a_token_with_role_service_grants_nothing():
     assert refused.value.reason == "SERVICE_ROLE_IN_TOKEN"
 
 
+
+
+def test_configuring_the_same_transport_again_keeps_the_open_channels():
+    """An in-process CLI command configures its transport; equal settings must not close the channels
+    that in-process services' stubs hold (they would fail 'Cannot invoke RPC on closed channel')."""
+    import dataclasses as dc
+
+    from citetrace.kit import clients
+    from citetrace.kit.tls import PLAINTEXT
+
+    clients.configure_transport(PLAINTEXT)
+    kept = clients.channel("127.0.0.1:1")
+    clients.configure_transport(dc.replace(PLAINTEXT))
+    assert clients.channel("127.0.0.1:1") is kept
+    clients.configure_transport(dc.replace(PLAINTEXT, ca_file=Path("/nonexistent-ca.pem")))
+    assert clients.channel("127.0.0.1:1") is not kept
+    clients.configure_transport(PLAINTEXT)

@@ -51,7 +51,12 @@ def configured() -> bool:
 
 def configure_transport(settings: TransportSettings) -> None:
     """Sets this process's transport settings instead of the environment's (in-process tests and
-    benchmarks; the CLI with the local stack's certificate). Closes the channels opened so far."""
+    benchmarks; the CLI with the local stack's certificate). Closes the channels opened so far when the
+    settings change: the channels already open use equal settings, and closing them would break every
+    stub holding one (an in-process CLI command run beside in-process services, as the replay test does)."""
+    with _transport_lock:
+        if _transport and _transport[0] == settings:
+            return
     close_channels()
     with _transport_lock:
         _transport[:] = [settings]
