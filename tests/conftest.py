@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import uuid
 
+import fuzzing
 import pytest
 from citetrace.kit.testing import plaintext_unless_configured, test_auth_settings, token_metadata
 
@@ -13,9 +13,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # processes a test starts read their own CITETRACE_TLS_* (the e2e stack runs mutual TLS).
 plaintext_unless_configured()
 
-POSTGRES_URL = os.environ.get(
-    "CITETRACE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:55432/postgres"
-)
+POSTGRES_URL = fuzzing.POSTGRES_URL
 
 
 @pytest.fixture(scope="session")
@@ -43,21 +41,5 @@ def postgres_admin_url():
 def postgres_url():
     """A fresh, empty PostgreSQL database for one test; dropped afterwards. Started by
     `make postgres-up` (make test does it). Missing PostgreSQL fails under CI, skips elsewhere."""
-    sqlalchemy = pytest.importorskip("sqlalchemy")
-    admin = sqlalchemy.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    except sqlalchemy.exc.OperationalError as exc:
-        admin.dispose()
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL not reachable at {POSTGRES_URL}: {exc}")
-        pytest.skip("PostgreSQL not running (make postgres-up)")
-    url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
-    try:
+    with fuzzing.postgres_database(POSTGRES_URL, prefix="test") as url:
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()

@@ -371,16 +371,16 @@ POSTGRES_URL = os.environ.get("CITETRACE_TEST_POSTGRES_URL", "postgresql+psycopg
 
 
 @contextlib.contextmanager
-def postgres_database(admin_url: str = POSTGRES_URL):
-    """A fresh PostgreSQL database for one fuzz module (the module-scoped twin of the `postgres_url`
-    fixture): skips when PostgreSQL is not running, fails under CI."""
+def postgres_database(admin_url: str = POSTGRES_URL, prefix: str = "fuzz"):
+    """A fresh PostgreSQL database, dropped afterwards (a fuzz module's, and the `postgres_url`
+    fixture's): skips when PostgreSQL is not running, fails under CI."""
     import uuid
 
     import pytest
     import sqlalchemy as sa
 
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"fuzz_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
