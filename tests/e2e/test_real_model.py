@@ -80,8 +80,7 @@ def llm(tmp_path_factory) -> str:
                 pytest.fail(f"the model server did not answer /v1/models in 120 s: {log_path}")
             time.sleep(0.5)
         # The first completion pages the model in and is slow on a loaded machine: not an Ask's budget.
-        httpx.post(f"{base}/chat/completions", timeout=600, json={
-            "model": MODEL_ALIAS, "max_tokens": 8, "messages": [{"role": "user", "content": "Say OK."}]})
+        _warm_up(proc, base, log_path)
         yield base
     finally:
         proc.terminate()
@@ -89,6 +88,23 @@ def llm(tmp_path_factory) -> str:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def _warm_up(proc: subprocess.Popen, base: str, log_path) -> None:
+    """The first completion pages the model in and is slow on a loaded machine: not an Ask's budget.
+    A connection the server drops while it loads is asked again (three times at most); a server that
+    exited fails with its log."""
+    for attempt in range(3):
+        try:
+            httpx.post(f"{base}/chat/completions", timeout=600, json={
+                "model": MODEL_ALIAS, "max_tokens": 8, "messages": [{"role": "user", "content": "Say OK."}]})
+            return
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                pytest.fail(f"the model server exited ({proc.returncode}): {log_path.read_text()[-2000:]}")
+            if attempt == 2:
+                raise
+            time.sleep(2)
 
 
 @pytest.fixture(scope="module")
