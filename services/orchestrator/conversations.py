@@ -35,6 +35,13 @@ CONVERSATIONS = sa.Table(
     sa.Column("turns", sa.Integer, nullable=False),
     sa.Column("last_trace_id", sa.String(64), nullable=False),
     sa.Column("pending", sa.Text, nullable=False),
+    # The idempotency key of the turn that last moved the conversation, and the conversation as it was
+    # before that turn: a retry of that turn (same key: its first attempt failed after moving the
+    # conversation on) continues from there (migration 0002).
+    sa.Column("turn_key", sa.String(256), nullable=False, server_default=""),
+    sa.Column("prior_turns", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("prior_trace_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("prior_pending", sa.Text, nullable=False, server_default="{}"),
 )
 
 
@@ -52,8 +59,10 @@ class ConversationStore:
         self.engine.dispose()
 
     def get(self, conversation_id: str, tenant_id: str, principal_ref: str,
-            now: dt.datetime | None = None) -> Conversation | None:
-        """The caller's live conversation, or None (unknown, expired, or someone else's: the same)."""
+            now: dt.datetime | None = None, retry_key: str = "") -> Conversation | None:
+        """The caller's live conversation, or None (unknown, expired, or someone else's: the same).
+        With `retry_key` equal to the key of the turn that last moved it, that turn is being retried
+        (its first attempt did not complete): the conversation as it was before that turn."""
         now = now or dt.datetime.now(dt.UTC)
         c = CONVERSATIONS.c
         with self.engine.connect() as conn:
@@ -62,24 +71,37 @@ class ConversationStore:
             )).first()
         if row is None or _aware(row.expires_at) <= now:
             return None
+        if retry_key and row.turn_key == retry_key:
+            return Conversation(row.conversation_id, row.tenant_id, row.principal_ref, row.prior_turns,
+                                row.prior_trace_id, Pending.from_json(row.prior_pending), _aware(row.expires_at))
         return Conversation(row.conversation_id, row.tenant_id, row.principal_ref, row.turns, row.last_trace_id,
                             Pending.from_json(row.pending), _aware(row.expires_at))
 
     def record_turn(self, conversation_id: str, tenant_id: str, principal_ref: str, trace_id: str,
-                    pending: Pending, now: dt.datetime | None = None) -> None:
-        """Creates the conversation or moves it one turn on (the pending clarification replaced)."""
+                    pending: Pending, now: dt.datetime | None = None, turn_key: str = "") -> None:
+        """Creates the conversation or moves it one turn on (the pending clarification replaced). A
+        turn under the key of the turn that last moved it is that turn's retry: it replaces that turn
+        (counted from the state before it) instead of following it."""
         now = now or dt.datetime.now(dt.UTC)
         c = CONVERSATIONS.c
+        mine = (c.conversation_id == conversation_id, c.tenant_id == tenant_id, c.principal_ref == principal_ref)
         with self.engine.begin() as conn:
-            updated = conn.execute(sa.update(CONVERSATIONS).where(
-                c.conversation_id == conversation_id, c.tenant_id == tenant_id, c.principal_ref == principal_ref,
-            ).values(updated_at=now, expires_at=now + self.ttl, turns=c.turns + 1, last_trace_id=trace_id,
-                     pending=pending.to_json()))
-            if updated.rowcount == 0:
+            row = conn.execute(sa.select(c.turn_key, c.turns, c.last_trace_id, c.pending, c.prior_turns,
+                                         c.prior_trace_id, c.prior_pending).where(*mine).with_for_update()).first()
+            if row is None:
                 conn.execute(sa.insert(CONVERSATIONS).values(
                     conversation_id=conversation_id, tenant_id=tenant_id, principal_ref=principal_ref,
                     created_at=now, updated_at=now, expires_at=now + self.ttl, turns=1, last_trace_id=trace_id,
-                    pending=pending.to_json()))
+                    pending=pending.to_json(), turn_key=turn_key, prior_turns=0, prior_trace_id="",
+                    prior_pending=Pending().to_json()))
+            else:
+                retried = bool(turn_key) and row.turn_key == turn_key
+                before = ((row.prior_turns, row.prior_trace_id, row.prior_pending) if retried
+                          else (row.turns, row.last_trace_id, row.pending))
+                conn.execute(sa.update(CONVERSATIONS).where(*mine).values(
+                    updated_at=now, expires_at=now + self.ttl, turns=before[0] + 1, last_trace_id=trace_id,
+                    pending=pending.to_json(), turn_key=turn_key, prior_turns=before[0], prior_trace_id=before[1],
+                    prior_pending=before[2]))
             if self._before_commit is not None:
                 self._before_commit()
             # The Ask's first commit of its own: past the caller's deadline it rolls back and the

@@ -115,11 +115,10 @@ class FailingOnce:
         return self.sink.submit(record)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (issue 21 §3 replicas flake): _close_turn commits the turn before "
-                   "_finish secures the record, so a withheld or killed attempt moves the conversation on; the fix "
-                   "is one transaction for the turn and the stored answer (moving _close_turn after _finish alone "
-                   "breaks test_ask_past_deadline: a turn failing its deadline would leave an answered record)")
 def test_a_withheld_reply_leaves_the_pending_question_for_its_retry(core):
+    """The replicas flake's cause (issue 21 §3): a reply turn whose record is withheld has moved the
+    conversation on; its retry under the same key continues from the turn before it (bound to the
+    pending question, linked to the first turn's trace), not from the dead attempt."""
     orchestrator, _, sink = core
     first = orchestrator.ask(AskRequest(PATIENT, "Can I book cardiology at the family clinic tomorrow, and when "
                                                  "should I arrive?", AS_OF))

@@ -208,7 +208,10 @@ class Orchestrator:
             return None
         principal = request.principal
         if request.conversation_id:
-            turn = self.conversations.get(request.conversation_id, principal.tenant_id, principal.subject)
+            # A retry of the turn that last moved the conversation (same idempotency key) continues
+            # from the state before it: its first attempt failed after moving the conversation on.
+            turn = self.conversations.get(request.conversation_id, principal.tenant_id, principal.subject,
+                                          retry_key=request.idempotency_key)
             if turn is None:
                 raise NotFound("CONVERSATION_NOT_FOUND",
                                f"conversation {request.conversation_id!r} was not found (or has expired)",
@@ -257,7 +260,8 @@ class Orchestrator:
             return
         pending = pending_of(result.route, result.parts, request.locale)
         self.conversations.record_turn(result.conversation_id, request.principal.tenant_id,
-                                       request.principal.subject, result.trace_id, pending)
+                                       request.principal.subject, result.trace_id, pending,
+                                       turn_key=request.idempotency_key)
 
     def _answer(self, request: AskRequest, wording: Wording, calls: Calls, result: AskResult, turn: Any) -> None:
         with stage(SERVICE, "orchestrator.route") as route_span:

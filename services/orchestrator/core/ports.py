@@ -93,12 +93,14 @@ class DeliveringTraceSink(TraceSink, Protocol):
 class Conversations(Protocol):
     """Short-lived conversation envelopes (services/orchestrator/conversations.py)."""
 
-    def get(self, conversation_id: str, tenant_id: str, principal_ref: str) -> Any:
-        """The caller's live conversation (conversation_id, turns, last_trace_id, pending), or None."""
+    def get(self, conversation_id: str, tenant_id: str, principal_ref: str, now: Any = None,
+            retry_key: str = "") -> Any:
+        """The caller's live conversation (conversation_id, turns, last_trace_id, pending), or None;
+        with `retry_key` the key of the turn that last moved it, the conversation before that turn."""
         ...
 
     def record_turn(self, conversation_id: str, tenant_id: str, principal_ref: str, trace_id: str,
-                    pending: Any) -> None: ...
+                    pending: Any, now: Any = None, turn_key: str = "") -> None: ...
 
 
 class AskResults(Protocol):
