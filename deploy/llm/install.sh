@@ -10,10 +10,18 @@ set -euo pipefail
 PY="${PY:-.venv/bin/python}"
 LLAMA_VERSION="${LLAMA_VERSION:-0.3.36}"
 SMOLLM_VERSION="${SMOLLM_VERSION:-0.1.2}"
-WHEELS="${LLM_WHEEL_DIR:-bench/cache/wheels}"
+# The build is portable x86-64 with AVX2 (GGML_NATIVE=OFF), not -march=native: on a processor with AMX
+# (Sapphire Rapids, as CI's machine can be) the native build compiles ggml's AMX backend, whose
+# matrix multiply crashes the server (SIGSEGV in ggml_backend_amx_mul_mat) on the first completion.
+# The flavour names the build; a wheel or an install of another flavour is rebuilt.
+LLAMA_FLAVOR="avx2-noamx-1"
+LLAMA_CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+WHEELS="${LLM_WHEEL_DIR:-bench/cache/wheels-$LLAMA_FLAVOR}"
+FLAVOR_STAMP="$(dirname "$PY")/../.llama-cpp-flavor"
 pip() { "$PY" -m pip -q --disable-pip-version-check "$@"; }
 
 have_llama() {
+  [ "$(cat "$FLAVOR_STAMP" 2>/dev/null)" = "$LLAMA_FLAVOR" ] || return 1
   "$PY" - "$LLAMA_VERSION" <<'PY' 2>/dev/null
 import importlib.metadata as md, sys
 import llama_cpp.server.app  # noqa: F401  (the server extra's imports resolve too)
@@ -30,17 +38,20 @@ if ! have_llama; then
     # The multimodal library (LLAVA_BUILD) is not needed by the text server and is skipped.
     cache=$(dirname "$WHEELS")
     src="$cache/llama-cpp-python-$LLAMA_VERSION"
+    build="$(cd "$cache" && pwd)/llama-build-$LLAMA_FLAVOR"
     if [ ! -f "$src/pyproject.toml" ]; then
       pip download --no-deps --no-binary :all: -d "$cache/sdist" "llama-cpp-python==$LLAMA_VERSION"
       mkdir -p "$src"
       tar -xzf "$(ls "$cache"/sdist/llama[-_]cpp[-_]python-"$LLAMA_VERSION".tar.gz | head -1)" -C "$src" --strip-components=1
     fi
     echo "llm-deps: building llama-cpp-python $LLAMA_VERSION from source (about 7 minutes on 2 idle cores)" >&2
-    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-      pip wheel --no-deps -w "$WHEELS" "$(cd "$src" && pwd)" --config-settings=build-dir="$(cd "$cache" && pwd)/llama-build"
+    CMAKE_ARGS="${CMAKE_ARGS:-$LLAMA_CMAKE_ARGS}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+      pip wheel --no-deps -w "$WHEELS" "$(cd "$src" && pwd)" --config-settings=build-dir="$build"
     wheel=$(ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -1)
   fi
+  pip install --force-reinstall --no-deps "$wheel"
   pip install "${wheel}[server]"
+  echo "$LLAMA_FLAVOR" > "$FLAVOR_STAMP"
   have_llama || { echo "llm-deps: llama_cpp.server does not import after installing $wheel" >&2; exit 1; }
 fi
 

@@ -2,7 +2,7 @@
 # SmolLM2-135M-Instruct, for the slow end-to-end test tests/e2e/test_real_model.py (generation backend
 # `openai`, validator support `remote`, both against that server). `make test` installs it first.
 # llm-deps: install (the first build takes about 7 minutes on 2 cores; the wheel is cached in
-#   bench/cache/wheels). llm-up / llm-down: a server on LLM_PORT (default 8093) for trying it by hand.
+#   bench/cache/wheels-<flavour>). llm-up / llm-down: a server on LLM_PORT (default 8093) for trying it by hand.
 .PHONY: llm-deps llm-up llm-down bench-real-model
 
 llm-deps: setup
