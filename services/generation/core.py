@@ -109,8 +109,11 @@ _TYPE_CUES: dict[str, frozenset[str]] = {
     "ARRIVAL_RULE": frozenset({"arriv", "check", "early", "late", "checkin", "recept", "park", "entranc"}),
     "PREPARATION_RULE": frozenset({"bring", "fast", "eat", "drink", "wear", "prepar", "remov", "metal", "medic",
                                    "medicin", "jewelri", "water", "id", "insur", "referr", "form"}),
-    "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "wait", "open", "hour", "weekday"}),
+    # Not "hour": hours of notice are what cancellation terms are made of ("at least 48 hours before
+    # your booking"); opening hours carry "open".
+    "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "wait", "open", "weekday"}),
 }
+_ALL_CUES = frozenset().union(*_TYPE_CUES.values())
 _REASON = re.compile(r",?\s+\b(?:because|since)\b", re.IGNORECASE)
 _SOURCE_CLASS_TYPE = {
     "provider_profile": "PROVIDER_DESCRIPTION",
@@ -141,6 +144,12 @@ def infer_claim_type(text: str, source_class: str, intent: str) -> str:
     if source_class == "provider_profile" and best <= 1 and not hits["CANCELLATION_TERM"] \
             and not hits["RESCHEDULING_TERM"]:
         return "PROVIDER_DESCRIPTION"
+    # Booking words alone do not re-type a sentence of its document's class: every kind of rule is
+    # about a booking ("if you miss three bookings ..., a deposit" is a cancellation policy's term,
+    # "book your blood test a day ahead" a preparation step). Typed SCHEDULING_RULE, a type its class
+    # may not establish, the validator withheld it. "book" still counts beside another cue.
+    if stems & _ALL_CUES == {"book"} and source_class in _SOURCE_CLASS_TYPE:
+        return _SOURCE_CLASS_TYPE[source_class]
     if best > 0:
         ranked = {kind: (len(ruled & cues), hits[kind]) for kind, cues in _TYPE_CUES.items()}
         top = max(ranked.values())

@@ -290,3 +290,25 @@ def test_the_reason_given_for_a_rule_does_not_decide_its_claim_type():
     # Without a reason clause the whole sentence counts, as before.
     assert infer_claim_type("Walk-in slots open at 8:00 on weekdays.", "scheduling_policy",
                             "AVAILABILITY") == "SCHEDULING_RULE"
+
+
+def test_booking_and_notice_words_do_not_type_a_policys_own_sentences_as_scheduling_rules():
+    """Sentences written for this test (not from the sample corpus) that mention a booking or hours
+    of notice state their document's kind of rule, which its class may establish; typed
+    SCHEDULING_RULE (a type a cancellation policy or preparation instructions may not establish) they
+    were withheld as an authority mismatch."""
+    from services.generation.core import infer_claim_type
+
+    for sentence in ("If you miss three bookings in a year without telling us, we may ask for a deposit.",
+                     "Let us know at least 48 hours before your booking if you cannot attend.",
+                     "A second move of the same booking costs $15."):
+        assert infer_claim_type(sentence, "cancellation_policy", "CANCELLATION_RESCHEDULING") in \
+            {"CANCELLATION_TERM", "RESCHEDULING_TERM"}, sentence
+    assert infer_claim_type("Please book your blood draw at least one working day ahead.",
+                            "preparation_instructions", "ARRIVAL_PREPARATION") == "PREPARATION_RULE"
+    # A provider profile's booking sentence is still its own description, and the scheduling cues
+    # that are about scheduling still decide.
+    assert infer_claim_type("Dr. Rowan takes bookings for new patients on Mondays.", "provider_profile",
+                            "PROVIDER_INFORMATION") == "PROVIDER_DESCRIPTION"
+    assert infer_claim_type("Same-day slots open at 7:30 each weekday.", "cancellation_policy",
+                            "AVAILABILITY") == "SCHEDULING_RULE"
