@@ -100,9 +100,14 @@ class ExtractiveBackend:
             around = relevance.terms(f"{passage.title} {passage.heading_context} {passage.text}")
             heading = claimtext.content_set(passage.heading_context)
             labelled = claimtext.content_set(f"{passage.title} {passage.heading_context}")
-            # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer.
-            asks = passage.heading_context.rstrip().endswith("?") and bool(question) and \
-                len(question & heading) * 2 >= len(question)
+            # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer,
+            # and so does a section heading that names everything the question asks about ("Do you
+            # take walk-ins?" -> section "Walk-ins"): the section's sentences answer in words of
+            # their own ("We do not see patients without a booking").
+            section = claimtext.content_set(passage.heading_context.split(" > ")[-1])
+            asks = (passage.heading_context.rstrip().endswith("?") and bool(question) and
+                    len(question & heading) * 2 >= len(question)) or \
+                (bool(key_terms) and all(relevance.covers(t, section) for t in key_terms))
             subject = _subject(passage)
             for position, raw_unit in enumerate(claimtext.units(passage.text)):
                 unit = raw_unit

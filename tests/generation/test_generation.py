@@ -312,3 +312,26 @@ def test_booking_and_notice_words_do_not_type_a_policys_own_sentences_as_schedul
                             "PROVIDER_INFORMATION") == "PROVIDER_DESCRIPTION"
     assert infer_claim_type("Same-day slots open at 7:30 each weekday.", "cancellation_policy",
                             "AVAILABILITY") == "SCHEDULING_RULE"
+
+
+def test_a_section_whose_heading_names_what_is_asked_answers_in_words_of_its_own(generate):
+    """'Do you take walk-ins?' and a section headed 'Walk-ins' whose sentences share no word with the
+    question (written for this test): the section answers. A section about something else does not,
+    and neither does a heading that names only part of what is asked."""
+    text = "We do not see patients without a booking. Same-day urgent appointments are released at 7:30 by phone."
+
+    def section(heading: str) -> list[common_pb2.LabelledPassage]:
+        item = labelled("walkin")[0]
+        item.passage.text = text
+        item.passage.heading_context = f"Visiting the practice > {heading}"
+        return [item]
+
+    reply = generate(pb.GenerateRequest(question="Do you take walk-ins?", intent=common_pb2.INTENT_OTHER,
+                                        passages=section("Walk-ins")))
+    assert [c.text for c in reply.claims][:1] == ["We do not see patients without a booking."]
+    reply = generate(pb.GenerateRequest(question="Do you take walk-ins?", intent=common_pb2.INTENT_OTHER,
+                                        passages=section("Parking")))
+    assert list(reply.claims) == []
+    reply = generate(pb.GenerateRequest(question="Do you take walk-ins with a guide dog?",
+                                        intent=common_pb2.INTENT_OTHER, passages=section("Walk-ins")))
+    assert list(reply.claims) == []
