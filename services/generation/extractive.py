@@ -93,21 +93,22 @@ class ExtractiveBackend:
         asked_terms = relevance.asked_key_terms(request.question, request.intent)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
-        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = []
+        unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str],
+                              frozenset[str]]] = []
         for rank, passage in enumerate(request.passages):
             # The passage around a unit (its heading, title and other sentences) is context:
             # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
             around = relevance.terms(f"{passage.title} {passage.heading_context} {passage.text}")
             heading = claimtext.content_set(passage.heading_context)
             labelled = claimtext.content_set(f"{passage.title} {passage.heading_context}")
-            # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer,
-            # and so does a section heading that names everything the question asks about ("Do you
-            # take walk-ins?" -> section "Walk-ins"): the section's sentences answer in words of
-            # their own ("We do not see patients without a booking").
+            # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer.
+            asks = passage.heading_context.rstrip().endswith("?") and bool(question) and \
+                len(question & heading) * 2 >= len(question)
+            # So does, when no unit shares a word with the question, a section heading that names
+            # everything it asks about ("Do you take walk-ins?" -> section "Walk-ins"): the section's
+            # sentences answer in words of their own ("We do not see patients without a booking").
             section = claimtext.content_set(passage.heading_context.split(" > ")[-1])
-            asks = (passage.heading_context.rstrip().endswith("?") and bool(question) and
-                    len(question & heading) * 2 >= len(question)) or \
-                (bool(key_terms) and all(relevance.covers(t, section) for t in key_terms))
+            names_topic = bool(key_terms) and all(relevance.covers(t, section) for t in key_terms)
             subject = _subject(passage)
             for position, raw_unit in enumerate(claimtext.units(passage.text)):
                 unit = raw_unit
@@ -133,11 +134,12 @@ class ExtractiveBackend:
                 # same for every row.
                 shared = (claimtext.content_set(unit.text) - stems) if raw_unit.cells else frozenset()
                 candidate.table = rank if raw_unit.kind == "table_row" else -1
-                unit_sets.append((candidate, stems, around, (heading if asks else frozenset()), shared))
+                unit_sets.append((candidate, stems, around, (heading if asks else frozenset()), shared,
+                                  (heading if names_topic else frozenset())))
         if not unit_sets:
             return []
         df: dict[str, int] = {}
-        for _, stems, _, _, _ in unit_sets:
+        for _, stems, _, _, _, _ in unit_sets:
             for s in stems:
                 df[s] = df.get(s, 0) + 1
         n = len(unit_sets)
@@ -146,7 +148,12 @@ class ExtractiveBackend:
             return math.log(1.0 + n / df.get(term, 1))
 
         rows_hit: set[int] = set()
-        for candidate, stems, around, asked, shared in unit_sets:
+        # The section-heading fallback only when no unit shares a word with the question (directly or
+        # under a heading that asks it): otherwise it would flatten a ranking that has evidence.
+        use_sections = not any(question & (stems | asked) for _, stems, _, asked, _, _ in unit_sets)
+        for candidate, stems, around, asked, shared, names in unit_sets:
+            if use_sections:
+                asked = asked | names
             own = sum(idf(t) for t in question & (stems | asked))
             direct = own + 0.6 * sum(idf(t) for t in (question - stems - asked) & shared)
             # Intent cue words hint, they do not answer (and alone they only count when no unit
@@ -164,10 +171,10 @@ class ExtractiveBackend:
             # Retrieval's rank is a mild prior (the ranking is no reason to be cited on its own).
             candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12)) / (1.0 + 0.05 * candidate.rank)
         # Units that share no word with the question answer it only when no unit does.
-        any_direct = any(c.direct > 0 for c, _, _, _, _ in unit_sets)
+        any_direct = any(c.direct > 0 for c, *_ in unit_sets)
         ranked = sorted(
             # When the question names a row ("MRI"), the table's other rows do not answer it.
-            (c for c, _, _, _, _ in unit_sets
+            (c for c, *_ in unit_sets
              if c.score > 0 and not (c.table in rows_hit and c.own == 0) and (c.direct > 0 or not any_direct)),
             key=lambda c: (-round(c.score, 9), c.rank, c.position),
         )
