@@ -7,8 +7,11 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from citetrace.kit import sql as kit_sql
 
-from services.orchestrator.conversations import ConversationStore, Pending, new_conversation_id
+from services.orchestrator.conversations import MIGRATIONS, ConversationStore, Pending, new_conversation_id
 
 NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -87,17 +90,10 @@ def test_a_retried_turn_continues_from_the_turn_before_it(url):
 
 def test_a_database_of_the_first_schema_is_migrated_and_keeps_its_conversations(tmp_path):
     """Migration 0002 adds the retry columns to a conversations table made by 0001, rows kept."""
-    from citetrace.kit import sql as kit_sql
-
-    from services.orchestrator import conversations
-
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     engine = sa.create_engine(url)
-    from alembic import command
-    from alembic.config import Config
-
     config = Config()
-    config.set_main_option("script_location", str(conversations.MIGRATIONS))
+    config.set_main_option("script_location", str(MIGRATIONS))
     with kit_sql.migration_lock(engine, "orchestrator") as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, "0001")
