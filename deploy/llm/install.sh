@@ -13,9 +13,14 @@ SMOLLM_VERSION="${SMOLLM_VERSION:-0.1.2}"
 # The build is portable x86-64 with AVX2 (GGML_NATIVE=OFF), not -march=native: on a processor with AMX
 # (Sapphire Rapids, as CI's machine can be) the native build compiles ggml's AMX backend, whose
 # matrix multiply crashes the server (SIGSEGV in ggml_backend_amx_mul_mat) on the first completion.
-# The flavour names the build; a wheel or an install of another flavour is rebuilt.
-LLAMA_FLAVOR="avx2-noamx-1"
-LLAMA_CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+# The flavour names the build; a wheel or an install of another flavour is rebuilt. CMAKE_ARGS in the
+# environment replaces the default flags and names a flavour of its own (a digest of those flags).
+LLAMA_CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+if [ -n "${CMAKE_ARGS:-}" ]; then
+  LLAMA_FLAVOR="custom-$(printf '%s' "$CMAKE_ARGS" | sha256sum | cut -c1-12)"
+else
+  LLAMA_FLAVOR="avx2-noamx-1"
+fi
 WHEELS="${LLM_WHEEL_DIR:-bench/cache/wheels-$LLAMA_FLAVOR}"
 FLAVOR_STAMP="$(dirname "$PY")/../.llama-cpp-flavor"
 pip() { "$PY" -m pip -q --disable-pip-version-check "$@"; }
@@ -45,7 +50,7 @@ if ! have_llama; then
       tar -xzf "$(ls "$cache"/sdist/llama[-_]cpp[-_]python-"$LLAMA_VERSION".tar.gz | head -1)" -C "$src" --strip-components=1
     fi
     echo "llm-deps: building llama-cpp-python $LLAMA_VERSION from source (about 7 minutes on 2 idle cores)" >&2
-    CMAKE_ARGS="${CMAKE_ARGS:-$LLAMA_CMAKE_ARGS}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
       pip wheel --no-deps -w "$WHEELS" "$(cd "$src" && pwd)" --config-settings=build-dir="$build"
     wheel=$(ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -1)
   fi
