@@ -20,6 +20,13 @@ RULES = load_rules()
     "Tengo un dolor fuerte en el pecho",
     "I'm thinking about killing myself",
     "My daughter is bleeding heavily from her head after a fall",
+    # nb-NO forms of the face-droop and slurred-speech signs the en list has
+    "Mannen min snøvler og munnen henger",
+    "Ansiktet hennes henger på den ene siden",
+    # a present cue that is about the symptom still counts beside a request
+    "I had chest pain last year and now it is back, I need to book",
+    "Jeg har hatt brystsmerter i sommer, men nå har jeg dem igjen",
+    "Jeg hadde brystsmerter i fjor og har dem igjen for en halvtime siden",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -34,6 +41,12 @@ def test_red_flags_that_stand(text):
     ("Brystsmertene gikk over forrige måned", "resolved"),
     ("I need the chest pain clinic's fax number", "not_a_symptom"),
     ("What are the warning signs of a heart attack?", "not_a_symptom"),
+    # a present cue that only times the request is not a symptom coming back
+    ("I was admitted with chest pain last year, now I just need my annual review booked", "history"),
+    ("Jeg var innlagt med brystsmerter i fjor, nå skal jeg bare bestille årskontrollen", "history"),
+    # nb-NO history forms the en list has ("has had", a season, an admission)
+    ("Jeg har hatt hjerteinfarkt før. Hvor er hjerteskolen?", "history"),
+    ("Jeg besvimte i sommer og legen vil ta EKG", "history"),
 ])
 def test_red_flags_discarded_with_a_reason(text, why):
     check = RULES.check_emergency(fold(text))

@@ -41,6 +41,9 @@ class BoundaryRules:
     negation_after: tuple[re.Pattern[str], ...]
     history: tuple[re.Pattern[str], ...]
     present: tuple[re.Pattern[str], ...]
+    # Present cues that time the request, not the symptom ("now I just need to book"): removed
+    # from the clause before the present cues are looked for.
+    present_not_counted: tuple[re.Pattern[str], ...] = ()
     not_symptom_before: re.Pattern[str] | None = None
     not_symptom_after: re.Pattern[str] | None = None
     before_words: int = 5
@@ -73,6 +76,8 @@ class BoundaryRules:
             return "resolved"
         # The cue must stand outside the red flag itself ("since" inside "since my stroke" is history).
         outside = text[: match.start()] + " " + text[match.end():]
+        for timing in self.present_not_counted:
+            outside = timing.sub(" ", outside)
         if history and not any(p.search(outside) for p in self.present):
             return "history"
         return None
@@ -113,6 +118,7 @@ def load_rules(path: Path = RULES_FILE) -> BoundaryRules:
         version=str(raw["version"]), emergency=table("emergency"), clinical=table("clinical"),
         negation_before=patterns(raw["negation"]["before"]), negation_after=patterns(raw["negation"]["after"]),
         history=patterns(raw["history"]), present=patterns(raw["present"]),
+        present_not_counted=patterns(raw.get("present_not_counted", [])),
         not_symptom_before=re.compile(raw["not_a_symptom"]["before"]),
         not_symptom_after=re.compile(raw["not_a_symptom"]["after"]),
         before_words=int(raw.get("negation_window_words", 5)), after_words=int(raw.get("resolution_window_words", 6)),

@@ -49,13 +49,17 @@ DATA = Path(__file__).resolve().parent / "data"
 BOUNDARY_SET = DATA / "boundary_labelled.yaml"
 INTENT_SET = DATA / "intent_labelled.yaml"
 MEDQUAD_TRAIN = DATA / "medquad_train.jsonl"
-MODEL_VERSION = "understanding-2026-12-04.1"
+MODEL_VERSION = "understanding-2026-12-04.2"
 # What a logistics question of the boundary set is about, from its tag (adds intent examples).
 TAG_INTENT = {"booking": "availability", "cancel": "cancellation_rescheduling", "arrival": "arrival_preparation",
               "other": "other", "provider": "provider_information"}
 # Out-of-fold share of the tune half's logistics questions the thresholds may send to the emergency
-# path / to any boundary (the budget is 5% on the test half; this keeps a margin).
-EMERGENCY_LOGISTICS_BUDGET = 0.01
+# path / to any boundary (the budget is 5% on the test half; this keeps a margin). The
+# emergency share was 1% until understanding-2026-12-04.2: on ~225 logistics questions that is two,
+# and one more hard history question in the tune half pushed the threshold from 0.84 to 0.91 and
+# out-of-fold emergency recall from 0.993 to 0.978 (recall first: an emergency missed costs more
+# than a routine question told to call for help).
+EMERGENCY_LOGISTICS_BUDGET = 0.02
 LOGISTICS_BUDGET = 0.035
 FOLDS = 5
 # Inverse L2 strength of the heads (scikit-learn's C), chosen on the out-of-fold tune metrics.
