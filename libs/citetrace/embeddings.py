@@ -174,10 +174,14 @@ class Embedder:
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
         self._model_sha256 = model_sha256
         self._tokenizer_sha256 = tokenizer_sha256
-        # Two cores: ORT's intra-op pool takes both; inter-op parallelism buys nothing
-        # for this sequential graph. Spinning off by default: idle spinning threads
-        # would steal the cores from the gRPC threads between requests.
-        self._intra_op_threads = intra_op_threads or min(2, os.cpu_count() or 1)
+        # Float kernels on two cores: ORT's intra-op pool takes both; inter-op parallelism buys
+        # nothing for this sequential graph. Integer kernels run one text per call, and a single
+        # text's matrices are too small to split: one thread is faster and cheaper (2 cores,
+        # bench/embedding_bench.py: a SciFact query 2.40 ms CPU and wall on one thread, 3.96 ms
+        # CPU and 3.12 ms wall on two; in make bench the difference is inside the run-to-run
+        # noise: three alternating runs each, c=1 p50 12.8-14.6 ms either way). Spinning off
+        # by default: idle spinning threads would steal the cores from the gRPC threads.
+        self._intra_op_threads = intra_op_threads or (1 if kernels == "integer" else min(2, os.cpu_count() or 1))
         self._allow_spinning = allow_spinning
         self._session = None
         self._tokenizer = None

@@ -64,7 +64,8 @@ class Settings(ServerSettings):
     # vector cache is keyed by it); an OpenSearch index built under the other kernels is rebuilt
     # by the next start (opensearch_rebuild_on_start, the default) or `citetrace index rebuild`.
     embedding_kernels: str = "integer"
-    # ONNX Runtime intra-op threads per embedding call; 0 = the embedder's default (min(2, cores)).
+    # ONNX Runtime intra-op threads per embedding call; 0 = the embedder's default (1 on integer
+    # kernels, min(2, cores) on float ones).
     embedding_threads: int = 0
     # Query vectors kept in memory (LRU, keyed by model id + whitespace-normalised query); a repeated
     # question skips the ~8 ms embedding. 0 disables the cache.
