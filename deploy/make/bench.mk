@@ -18,3 +18,9 @@ BENCH_JSON = bench/results/$(if $(filter opensearch,$(BACKEND)),bench-opensearch
 bench: setup $(if $(filter opensearch,$(BACKEND)),opensearch-up)
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/ask_bench.py --scifact-docs $(BENCH_SCIFACT_DOCS) --asks $(BENCH_ASKS) \
 		--backend $(BACKEND) --json $(BENCH_JSON) $(if $(filter opensearch,$(BACKEND)),--beside bench/results/bench.json)
+
+# The extractive generator's lead claim on the labelled relevance pairs, words alone vs words and
+# meaning (issue 15 §2): bench/results/generation-selection.json.
+.PHONY: bench-generation-selection
+bench-generation-selection: setup
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/generation_selection.py

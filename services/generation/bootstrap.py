@@ -36,7 +36,7 @@ class Generation:
             register=pb_grpc.add_GenerationServiceServicer_to_server,
             # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): a GenerateRequest carries at most 200 labelled passages.
             max_receive_message_bytes=4 * 1024 * 1024,
-            warm_up=lambda: None,  # nothing heavy: the extractive backend loads nothing, a remote one is remote
+            warm_up=self.generator.warm_up,  # the extractive backend's embedding model; nothing for a remote one
             close=self.close,
         )
 

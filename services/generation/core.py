@@ -78,6 +78,9 @@ class Backend(Protocol):
         """Claims from request.passages only (already cut to the budget). Raises
         citetrace.kit.errors.Unavailable (retryable) on any failure: never a partial answer."""
 
+    def warm_up(self) -> None:
+        """Loads what the backend needs before the first request (a model file); may be nothing."""
+
     def close(self) -> None:
         """Releases what the backend holds (connections); nothing for an in-process one."""
 

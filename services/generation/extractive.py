@@ -17,9 +17,27 @@ import math
 
 from services.generation import claimtext, relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
+from services.generation.semantic import UnitSimilarity, unit_reading
 
 PROMPT_VERSION = "extractive-v1"
 MODEL_ID = "citetrace-extractive-v1"
+# With a UnitSimilarity (the default the bootstrap builds): units are ranked by meaning first.
+SEMANTIC_PROMPT_VERSION = "extractive-v2-semantic"
+# How much a unit's word overlap (scaled to the best unit's) adds to its similarity to the question.
+LEXICAL_WEIGHT = 0.2
+# Similarity at which a unit answers the question although it shares no key term with it (the lead
+# claim's gate, beside word coverage), and the least a further claim needs. Chosen on the tune half
+# of tests/relevance/relevance_labelled.yaml: a labelled passage whose best unit scores >= 0.5 is a
+# relevant one for 75% of the tune pairs it admits. bench/generation_selection.py measures the lead
+# claim with it (relevant / irrelevant / abstained, every question has an answer): tune 37/2/4 and
+# test 31/7/5, against 32/5/6 and 27/10/6 by words alone.
+SEMANTIC_LEAD = 0.5
+SEMANTIC_FOLLOW = 0.35
+# With a similarity, even a lead that covers the question's key terms needs this much meaning: a
+# clinic's generic name word ("practice") is no answer about its parking.
+SEMANTIC_FLOOR = 0.15
+# A further claim is shown only when it is about as relevant as the lead (relevance within this).
+FOLLOW_MARGIN = 0.2
 
 # Words of a question that say nothing about its topic.
 _QUESTION_NOISE = frozenset(claimtext.stem(w) for w in (
@@ -57,6 +75,9 @@ class _Candidate:
     own: float = 0.0  # score from the unit's own words (a row's cells)
     direct: float = 0.0  # score from the question's own words
     coverage: float = 0.0  # share of the question's key terms the unit (with its title/heading) covers
+    reading: str = ""  # the unit under its section heading, as the similarity reads it
+    sem: float = 0.0  # similarity of the question to the reading (0 without a UnitSimilarity)
+    relevance: float = 0.0  # sem + LEXICAL_WEIGHT * score / the best score (the semantic ranking)
 
 
 def _subject(passage) -> str:
@@ -72,17 +93,28 @@ class ExtractiveBackend:
     name = "extractive"
 
     def __init__(self, max_claims: int = 3, selection_ratio: float = 0.45,
-                 relevance_threshold: float = relevance.DEFAULT_THRESHOLD) -> None:
+                 relevance_threshold: float = relevance.DEFAULT_THRESHOLD,
+                 similarity: UnitSimilarity | None = None) -> None:
         self.max_claims = max_claims
         self.selection_ratio = selection_ratio
         self.relevance_threshold = relevance_threshold
+        self.similarity = similarity
+
+    def warm_up(self) -> None:
+        if self.similarity is not None:
+            self.similarity.warm_up()
 
     def close(self) -> None:
         """In process: nothing to release."""
 
     def settings(self) -> dict[str, str]:
-        return {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio),
-                "relevance_threshold": str(self.relevance_threshold)}
+        out = {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio),
+               "relevance_threshold": str(self.relevance_threshold)}
+        if self.similarity is not None:
+            out.update({"similarity_model": self.similarity.version, "lexical_weight": str(LEXICAL_WEIGHT),
+                        "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),
+                        "follow_margin": str(FOLLOW_MARGIN)})
+        return out
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
@@ -123,7 +155,8 @@ class ExtractiveBackend:
                     if passage.label not in merged[key].labels:
                         merged[key].labels.append(passage.label)
                     continue
-                candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position)
+                candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position,
+                                       reading=unit_reading(passage.heading_context, passage.title, unit.text))
                 covered = relevance.terms(unit.text) | labelled
                 candidate.coverage = relevance.coverage(key_terms, covered)
                 if asked_terms is not None:  # or what the asking clauses alone ask (relevance.asked_clauses)
@@ -170,6 +203,8 @@ class ExtractiveBackend:
             # Long units collect overlap by size alone: damp gently.
             # Retrieval's rank is a mild prior (the ranking is no reason to be cited on its own).
             candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12)) / (1.0 + 0.05 * candidate.rank)
+        if self.similarity is not None:
+            return self._ranked_by_meaning(request, [c for c, *_ in unit_sets], rows_hit)
         # Units that share no word with the question answer it only when no unit does.
         any_direct = any(c.direct > 0 for c, *_ in unit_sets)
         ranked = sorted(
@@ -180,12 +215,35 @@ class ExtractiveBackend:
         )
         return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
 
+    def _ranked_by_meaning(self, request: GenerationRequest, units: list[_Candidate],
+                           rows_hit: set[int]) -> list[tuple[str, _Candidate]]:
+        """Every unit scored by its similarity to the question plus a share of its word overlap; a
+        unit with no overlap is a candidate when its similarity alone reaches SEMANTIC_LEAD."""
+        # What the asking clauses ask, when a statement stands beside them ("I was told to arrive
+        # 15 minutes before. Is there a creche?"): the statement is context, not the question.
+        question = relevance.asked_clauses(request.question) or relevance.question_sentences(request.question)
+        # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
+        # left in, a clinic's name makes every unit naming that clinic look like an answer.
+        question = relevance.without_entity_names(question)
+        for candidate, sem in zip(units, self.similarity.similarities(question, [c.reading for c in units]),
+                                  strict=True):
+            candidate.sem = sem
+        best = max((c.score for c in units), default=0.0) or 1.0
+        for candidate in units:
+            candidate.relevance = candidate.sem + LEXICAL_WEIGHT * candidate.score / best
+        ranked = sorted(
+            (c for c in units
+             if (c.score > 0 and not (c.table in rows_hit and c.own == 0)) or c.sem >= SEMANTIC_LEAD),
+            key=lambda c: (-round(c.relevance, 9), c.rank, c.position),
+        )
+        return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
+
     def generate(self, request: GenerationRequest) -> Generated:
         offered = {p.label: p for p in request.passages}
         # Evidence about someone or somewhere else answers nothing (relevance.py, signal 2).
         if relevance.missing_entities(request.question, [f"{p.title} {p.heading_context} {p.text}"
                                                          for p in request.passages]):
-            return Generated([], MODEL_ID, PROMPT_VERSION, self.settings())
+            return Generated([], MODEL_ID, self.prompt_version, self.settings())
         candidates = self.candidates(request)
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
@@ -201,19 +259,40 @@ class ExtractiveBackend:
         for claim_id, candidate in candidates:
             if claim_id in excluded_ids:
                 continue
-            if top is None and candidate.coverage < self.relevance_threshold:
+            if top is None and not self._answers(candidate):
                 # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
-                # answer's lead claim must cover the question; the claims after it qualify it.
+                # answer's lead claim must cover the question (in words, or in meaning); the claims
+                # after it qualify it.
                 continue
             labels = [label for label in candidate.labels if label in offered and label not in excluded_labels]
             if not labels:
                 continue
             if top is None:
-                top = candidate.score
+                top = candidate.relevance if self.similarity is not None else candidate.score
+            elif self.similarity is not None:
+                if candidate.relevance < top - FOLLOW_MARGIN:
+                    break
+                # Each further claim answers too (in words or in meaning), not only sits near the lead.
+                if candidate.sem < SEMANTIC_FOLLOW or not self._answers(candidate):
+                    continue
             elif candidate.score < self.selection_ratio * top:
                 break
             claim_type = infer_claim_type(candidate.text, candidate.source_class, request.intent)
             claims.append(Claim(claim_id, candidate.text, labels, claim_type))
             if len(claims) >= self.max_claims:
                 break
-        return Generated(claims, MODEL_ID, PROMPT_VERSION, self.settings())
+        return Generated(claims, MODEL_ID, self.prompt_version, self.settings())
+
+    @property
+    def prompt_version(self) -> str:
+        return PROMPT_VERSION if self.similarity is None else SEMANTIC_PROMPT_VERSION
+
+    def _answers(self, candidate: _Candidate) -> bool:
+        """May this unit lead the answer: it covers the question's key terms, or (with a similarity)
+        its meaning is close enough; with a similarity, never a unit of no meaning in common."""
+        covered = candidate.coverage >= self.relevance_threshold
+        if self.similarity is None:
+            return covered
+        if candidate.sem >= SEMANTIC_LEAD:
+            return True
+        return covered and candidate.sem >= SEMANTIC_FLOOR

@@ -28,6 +28,9 @@ class FaultInjectingBackend:
         self.fault = fault
         self.fault_attempts = fault_attempts
 
+    def warm_up(self) -> None:
+        self.inner.warm_up()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -20,7 +20,12 @@ from services.generation.validation import checked
 
 
 def make_backend(settings: Settings) -> Backend:
-    extractive = ExtractiveBackend(settings.max_claims, settings.selection_ratio)
+    similarity = None
+    if settings.semantic_selection and settings.backend != "openai":
+        from services.generation.semantic import EmbeddedUnitSimilarity
+
+        similarity = EmbeddedUnitSimilarity()
+    extractive = ExtractiveBackend(settings.max_claims, settings.selection_ratio, similarity=similarity)
     if settings.backend == "openai":
         from services.generation.openai_backend import OpenAIBackend
 
@@ -44,6 +49,9 @@ class Generator:
     def __init__(self, settings: Settings, backend: Backend) -> None:
         self.settings = settings
         self.backend = backend
+
+    def warm_up(self) -> None:
+        self.backend.warm_up()
 
     def close(self) -> None:
         self.backend.close()

@@ -118,6 +118,9 @@ class OpenAIBackend:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, transport=transport)
 
+    def warm_up(self) -> None:
+        """Nothing to load here: the model is the server's."""
+
     def close(self) -> None:
         self._client.close()
 

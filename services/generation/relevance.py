@@ -178,6 +178,17 @@ def named_entities(question: str) -> list[Entity]:
     return found
 
 
+def without_entity_names(question: str) -> str:
+    """The question with the distinctive words of the providers and places it names taken out."""
+    words = {w for entity in named_entities(question) for w in entity.distinctive
+             if w not in _CAPITALISED_FUNCTION_WORDS}
+    if not words:
+        return question
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")\b",
+                         re.IGNORECASE)
+    return " ".join(pattern.sub(" ", question).split())
+
+
 def missing_entities(question: str, passage_texts: list[str]) -> list[str]:
     """Named entities of the question of which some distinctive word occurs in no offered passage."""
     vocabulary: set[str] = set()

@@ -26,6 +26,10 @@ class Settings(ServerSettings):
     # Extractive backend: at most this many claims, each scoring >= selection_ratio * the best.
     max_claims: int = 3
     selection_ratio: float = 0.45
+    # Extractive backend: rank answer units by their meaning's similarity to the question (the
+    # shipped embedding model, services/generation/semantic.py) as well as by shared words; off,
+    # the selection is by words alone (extractive-v1).
+    semantic_selection: bool = True
     # OpenAI-compatible chat completions (vLLM, Ollama, llama.cpp server, ...).
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_model: str = ""

@@ -72,7 +72,7 @@ def test_extractive_answers_from_the_right_passage_with_qualifier(generate):
         assert "http" not in claim.text and "www." not in claim.text
         assert "cancel" not in claim.text.lower()
     assert reply.generator.backend == "extractive"
-    assert reply.generator.model_id and reply.generator.prompt_version == "extractive-v1"
+    assert reply.generator.model_id and reply.generator.prompt_version == "extractive-v2-semantic"
     assert reply.generator.settings["max_passages"] == "6"
     assert list(reply.labels_offered) == ["S1", "S2"]
     assert reply.passages_offered == 2
@@ -184,8 +184,9 @@ def test_regeneration_drops_passage_with_structural_failure(generate):
 def test_fault_backend_injects_on_first_attempt_only(generate, fault):
     request = pb.GenerateRequest(question="When should I arrive for my MRI?", intent=ARRIVAL,
                                  passages=labelled("arrival"), attempt=1)
-    clean = generate(request)
-    faulty = generate(request, backend="test", test_fault=fault)
+    # Selection by words alone offers two claims here (the fault needs a second one to act on).
+    clean = generate(request, semantic_selection=False)
+    faulty = generate(request, backend="test", test_fault=fault, semantic_selection=False)
     assert faulty.generator.backend == "test" and faulty.generator.settings["test_fault"] == fault
     assert len(faulty.claims) == len(clean.claims) >= 2
     if fault == "invent_label":
@@ -196,7 +197,7 @@ def test_fault_backend_injects_on_first_attempt_only(generate, fault):
     else:
         assert list(faulty.claims[0].evidence_labels) == []
     request.attempt = 2
-    assert list(generate(request, backend="test", test_fault=fault).claims) == list(clean.claims)
+    assert list(generate(request, backend="test", test_fault=fault, semantic_selection=False).claims) == list(clean.claims)
 
 
 def test_generate_span_carries_no_text(generate):

@@ -1,0 +1,90 @@
+"""The extractive generator's lead claim on labelled question-passage pairs (issue 15 §2):
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/generation_selection.py [--json bench/results/generation-selection.json]
+
+Each question of tests/relevance/relevance_labelled.yaml (odd numbers the tune half, even the test
+half) is given its labelled passages (relevant and hard irrelevant ones of the same tenant, in a
+fixed shuffled order, as a search would offer them); the lead claim the generator shows is from a
+relevant passage (right), from an irrelevant one (wrong), or there is none (abstained). Words alone
+(extractive-v1) beside words and meaning (extractive-v2-semantic), and the similarity of the best
+unit of every labelled passage (relevant vs irrelevant) at the lead thresholds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from services.generation.core import GenerationRequest, OfferedPassage  # noqa: E402
+from services.generation.extractive import SEMANTIC_LEAD, ExtractiveBackend  # noqa: E402
+from services.generation.semantic import EmbeddedUnitSimilarity  # noqa: E402
+from services.retrieval.train_relevance import labelled_pairs  # noqa: E402
+
+
+def questions() -> list[dict]:
+    grouped: dict[str, dict] = {}
+    for pair in labelled_pairs():
+        q = grouped.setdefault(pair["question_id"], {"id": pair["question_id"], "question": pair["question"],
+                                                     "split": pair["split"], "passages": []})
+        q["passages"].append(pair)
+    for q in grouped.values():
+        random.Random(q["id"]).shuffle(q["passages"])
+    return list(grouped.values())
+
+
+def offered(q: dict) -> tuple[OfferedPassage, ...]:
+    out = []
+    for i, p in enumerate(q["passages"], start=1):
+        out.append(OfferedPassage(f"S{i}", p["passage"], p["text"], "handbook", p["context"], ""))
+    return tuple(out)
+
+
+def lead_outcomes(backend: ExtractiveBackend, items: list[dict]) -> dict:
+    right = wrong = abstained = 0
+    for q in items:
+        passages = offered(q)
+        generated = backend.generate(GenerationRequest(q["question"], "OTHER", passages))
+        if not generated.claims:
+            abstained += 1
+            continue
+        label = generated.claims[0].evidence_labels[0]
+        relevant = q["passages"][int(label[1:]) - 1]["label"] == 1
+        right += relevant
+        wrong += not relevant
+    return {"questions": len(items), "lead_relevant": right, "lead_irrelevant": wrong, "abstained": abstained,
+            "precision": round(right / (right + wrong), 3) if right + wrong else None}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "generation-selection.json")
+    args = parser.parse_args()
+    similarity = EmbeddedUnitSimilarity()
+    similarity.warm_up()
+    items = questions()
+    result = {"benchmark": "extractive lead claim on tests/relevance/relevance_labelled.yaml",
+              "command": "bench/generation_selection.py", "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "semantic_lead": SEMANTIC_LEAD, "halves": {}}
+    for split in ("tune", "test"):
+        half = [q for q in items if q["split"] == split]
+        result["halves"][split] = {
+            "words_alone": lead_outcomes(ExtractiveBackend(), half),
+            "words_and_meaning": lead_outcomes(ExtractiveBackend(similarity=similarity), half),
+        }
+        print(split, json.dumps(result["halves"][split]))
+    args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""Meaning, not words: how close each answer unit is to the question (issue 15 §2, the generator side).
+
+The extractive backend's word overlap fails on text nobody here wrote: "What do I need to bring
+along?" shares no word with "Carry your health card and a list of the medicines you take.", and
+"Who do I give my referral to?" shares "give" with a urine-sample instruction. The shipped embedding
+model (all-MiniLM-L6-v2, trained on question-answer and paraphrase pairs) scores the question
+against each unit, read under its section heading ("Things to have with you: Carry your ...").
+
+Deliberately separate from the validator's support model (services/citation_validator/support):
+the generator and the judge share the embedding model file, never decision code.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from citetrace.embeddings import Embedder, QueryVectorCache
+
+
+class UnitSimilarity(Protocol):
+    """Cosine similarity of a question to each of several texts (in [-1, 1], in input order)."""
+
+    version: str
+
+    def warm_up(self) -> None: ...
+
+    def similarities(self, question: str, texts: list[str]) -> list[float]: ...
+
+
+class EmbeddedUnitSimilarity:
+    """The shipped MiniLM on integer kernels; vectors of units seen before come from an LRU
+    (passages repeat across questions; a cold unit costs about 2.4 ms of CPU)."""
+
+    def __init__(self, embedder: Embedder | None = None, cache_size: int = 8192) -> None:
+        self._embedder = embedder or Embedder(kernels="integer")
+        self._cache = QueryVectorCache(cache_size)
+
+    @property
+    def version(self) -> str:
+        return self._embedder.model_id
+
+    def warm_up(self) -> None:
+        self._embedder.warm_up()
+
+    def similarities(self, question: str, texts: list[str]) -> list[float]:
+        query = self._cache.embed(self._embedder, question)
+        if not texts:
+            return []
+        units = np.stack([self._cache.embed(self._embedder, text) for text in texts])
+        return [float(s) for s in units @ query]
+
+
+def unit_reading(heading_context: str, title: str, text: str) -> str:
+    """A unit as the similarity reads it: under its own section's heading (the heading often says
+    what the unit is about: "Children: A parent or legal guardian must accompany ...")."""
+    section = heading_context.split(" > ")[-1].strip() if heading_context else title.strip()
+    return f"{section}: {text}" if section else text
