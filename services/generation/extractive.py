@@ -78,6 +78,7 @@ class _Candidate:
     reading: str = ""  # the unit under its section heading, as the similarity reads it
     sem: float = 0.0  # similarity of the question to the reading (0 without a UnitSimilarity)
     relevance: float = 0.0  # sem + LEXICAL_WEIGHT * score / the best score (the semantic ranking)
+    key_terms: bool = True  # the question has key terms (without any, coverage is 1.0 and says nothing)
 
 
 def _subject(passage) -> str:
@@ -159,6 +160,7 @@ class ExtractiveBackend:
                                        reading=unit_reading(passage.heading_context, passage.title, unit.text))
                 covered = relevance.terms(unit.text) | labelled
                 candidate.coverage = relevance.coverage(key_terms, covered)
+                candidate.key_terms = bool(key_terms) or bool(asked_terms)
                 if asked_terms is not None:  # or what the asking clauses alone ask (relevance.asked_clauses)
                     candidate.coverage = max(candidate.coverage, relevance.coverage(asked_terms, covered))
                 merged[key] = candidate
@@ -259,7 +261,7 @@ class ExtractiveBackend:
         for claim_id, candidate in candidates:
             if claim_id in excluded_ids:
                 continue
-            if top is None and not self._answers(candidate):
+            if top is None and not self._answers(candidate, vacuous_ok=True):
                 # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
                 # answer's lead claim must cover the question (in words, or in meaning); the claims
                 # after it qualify it.
@@ -273,7 +275,12 @@ class ExtractiveBackend:
                 if candidate.relevance < top - FOLLOW_MARGIN:
                     break
                 # Each further claim answers too (in words or in meaning), not only sits near the lead.
-                if candidate.sem < SEMANTIC_FOLLOW or not self._answers(candidate):
+                # A unit of the lead's own passage qualifies it ("Tell me about Dr. Sample": the rest of
+                # her profile); one of another passage must answer the question itself (else "Tell me
+                # about Dr." matches every profile once the name is set aside).
+                same_passage = bool(set(candidate.labels) & set(claims[0].evidence_labels))
+                floor = SEMANTIC_FLOOR if same_passage else SEMANTIC_FOLLOW
+                if candidate.sem < floor or not self._answers(candidate, vacuous_ok=same_passage):
                     continue
             elif candidate.score < self.selection_ratio * top:
                 break
@@ -287,12 +294,15 @@ class ExtractiveBackend:
     def prompt_version(self) -> str:
         return PROMPT_VERSION if self.similarity is None else SEMANTIC_PROMPT_VERSION
 
-    def _answers(self, candidate: _Candidate) -> bool:
+    def _answers(self, candidate: _Candidate, vacuous_ok: bool) -> bool:
         """May this unit lead the answer: it covers the question's key terms, or (with a similarity)
-        its meaning is close enough; with a similarity, never a unit of no meaning in common."""
+        its meaning is close enough; with a similarity, never a unit of no meaning in common. A
+        question of intent words only ("How do I reschedule?") has no key terms: any unit covers it,
+        which lets the best lead (and the lead's own passage qualify it) but says nothing for a
+        further claim from another passage."""
         covered = candidate.coverage >= self.relevance_threshold
         if self.similarity is None:
             return covered
         if candidate.sem >= SEMANTIC_LEAD:
             return True
-        return covered and candidate.sem >= SEMANTIC_FLOOR
+        return covered and (vacuous_ok or candidate.key_terms) and candidate.sem >= SEMANTIC_FLOOR

@@ -137,8 +137,21 @@ def asked_key_terms(question: str, intent: str) -> frozenset[str] | None:
     return _key_terms(asked, question, intent) if asked else None
 
 
+# English contractions spelled out before the key terms are read: "can't" would leave "ca", "I'll"
+# a term of its own; the words they stand for are function words.
+_CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"), ("'ll", " will"),
+                 ("'re", " are"), ("'ve", " have"), ("'m", " am"), ("'d", " would"))
+
+
+def _spelled_out(text: str) -> str:
+    text = text.replace("\u2019", "'")
+    for short, full in _CONTRACTIONS:
+        text = re.sub(re.escape(short), full, text, flags=re.IGNORECASE)
+    return text
+
+
 def _key_terms(text: str, question: str, intent: str) -> frozenset[str]:
-    found = terms(text)
+    found = terms(_spelled_out(text))
     drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset()) | _STOP_STEMS
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
     drop |= frozenset(_STEM(w) for entity in named_entities(question) for w in entity.distinctive)

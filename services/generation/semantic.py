@@ -55,4 +55,4 @@ def unit_reading(heading_context: str, title: str, text: str) -> str:
     """A unit as the similarity reads it: under its own section's heading (the heading often says
     what the unit is about: "Children: A parent or legal guardian must accompany ...")."""
     section = heading_context.split(" > ")[-1].strip() if heading_context else title.strip()
-    return f"{section}: {text}" if section else text
+    return f"{section}: {text}" if section and not text.startswith(section) else text

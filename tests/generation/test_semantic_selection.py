@@ -81,3 +81,25 @@ def test_words_alone_without_a_similarity(backend):
     as in extractive-v1: the difference is the similarity's."""
     words_only = ExtractiveBackend()
     assert words_only.generate(GenerationRequest("Do you offer translators?", "OTHER", PASSAGES)).claims == []
+
+
+def test_tell_me_about_a_provider_shows_only_that_providers_profile(backend):
+    """With the name set aside, "Tell me about Dr." is as close to every profile: the claims after
+    the lead come from the lead's own profile, never from another provider's."""
+    profiles = (
+        OfferedPassage("S1", "p-1", "Cardiologist at the Wrenfield Practice. Sees adults with heart rhythm problems.",
+                       "provider_profile", "Providers > Dr. Ida Marsh (synthetic)", "Providers"),
+        OfferedPassage("S2", "p-2", "Family doctor at the Wrenfield Practice. Accepts new patients of all ages.",
+                       "provider_profile", "Providers > Dr. Tom Reyes (synthetic)", "Providers"),
+    )
+    generated = backend.generate(GenerationRequest("Tell me about Dr. Ida Marsh.", "PROVIDER_INFORMATION", profiles))
+    assert generated.claims and all(c.evidence_labels == ["S1"] for c in generated.claims), generated.claims
+
+
+def test_a_question_of_intent_words_only_gets_no_claim_from_another_passage(backend):
+    """"How long before my appointment should I arrive?" has no key terms: the arrival sentence
+    leads, and a fasting instruction of another passage that merely mentions "before" does not follow."""
+    passages = (PASSAGES[0], passage("S8", "Blood tests", "Do not eat for 12 hours before a cholesterol test."))
+    generated = backend.generate(GenerationRequest("How long before my appointment should I arrive?",
+                                                   "ARRIVAL_PREPARATION", passages))
+    assert [c.evidence_labels for c in generated.claims] == [["S1"]], generated.claims
