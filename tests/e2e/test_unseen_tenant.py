@@ -7,7 +7,9 @@ question is one the probe found answered wrongly or not at all, and the class it
 - a section headed with what is asked answers in words of its own ("Walk-ins": "We do not see
   patients without a booking");
 - coming without an appointment is no cancellation ("drop in" was read as "drop my booking" and
-  answered with the late-cancellation fee)."""
+  answered with the late-cancellation fee);
+- a paraphrase that shares no key term with its answer ("Are pets allowed?" -> "other animals are not
+  permitted") is answered by meaning (extractive-v2-semantic, 2026-12-05)."""
 
 from __future__ import annotations
 
@@ -67,3 +69,15 @@ def test_dropping_in_is_not_a_cancellation(pinecrest):
     kinds = [p.kind for p in response.parts]
     assert r.PART_KIND_CHANGE_PROPOSAL not in kinds and r.PART_KIND_APPOINTMENT not in kinds, kinds
     assert not any("cancelled" in text or "$35" in text for text in shown(response)), shown(response)
+
+
+@pytest.mark.parametrize("question,answer", [
+    # No key term of the question is in its answer: ranked by words alone (extractive-v1) both abstained.
+    ("Are pets allowed?", "other animals are not permitted"),
+    ("Can I turn up without an appointment?", "We do not see patients without a booking."),
+])
+def test_a_paraphrase_is_answered_by_meaning_through_the_stack(pinecrest, question, answer):
+    part = policy_part(pinecrest.ask(question, tenant=TENANT))
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert answer in part.claims[0].text, [claim.text for claim in part.claims]
+    assert all(claim.support == c.SUPPORT_VERDICT_SUPPORTED for claim in part.claims)
