@@ -17,7 +17,7 @@ import math
 
 from services.generation import claimtext, relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
-from services.generation.semantic import UnitSimilarity, unit_reading
+from services.generation.semantic import UnitSimilarity, reads_english, unit_reading
 
 PROMPT_VERSION = "extractive-v1"
 MODEL_ID = "citetrace-extractive-v1"
@@ -79,6 +79,7 @@ class _Candidate:
     sem: float = 0.0  # similarity of the question to the reading (0 without a UnitSimilarity)
     relevance: float = 0.0  # sem + LEXICAL_WEIGHT * score / the best score (the semantic ranking)
     key_terms: bool = True  # the question has key terms (without any, coverage is 1.0 and says nothing)
+    readable: bool = False  # read by the similarity (English or undetermined); else words alone judge it
 
 
 def _subject(passage) -> str:
@@ -116,6 +117,9 @@ class ExtractiveBackend:
                         "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),
                         "follow_margin": str(FOLLOW_MARGIN)})
         return out
+
+    def _by_meaning(self, request: GenerationRequest) -> bool:
+        return self.similarity is not None and reads_english(request.question)
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
@@ -205,7 +209,7 @@ class ExtractiveBackend:
             # Long units collect overlap by size alone: damp gently.
             # Retrieval's rank is a mild prior (the ranking is no reason to be cited on its own).
             candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12)) / (1.0 + 0.05 * candidate.rank)
-        if self.similarity is not None:
+        if self._by_meaning(request):
             return self._ranked_by_meaning(request, [c for c, *_ in unit_sets], rows_hit)
         # Units that share no word with the question answer it only when no unit does.
         any_direct = any(c.direct > 0 for c, *_ in unit_sets)
@@ -227,7 +231,10 @@ class ExtractiveBackend:
         # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
         # left in, a clinic's name makes every unit naming that clinic look like an answer.
         question = relevance.without_entity_names(question)
-        for candidate, sem in zip(units, self.similarity.similarities(question, [c.reading for c in units]),
+        readable = [c for c in units if reads_english(c.text)]
+        for candidate in readable:
+            candidate.readable = True
+        for candidate, sem in zip(readable, self.similarity.similarities(question, [c.reading for c in readable]),
                                   strict=True):
             candidate.sem = sem
         best = max((c.score for c in units), default=0.0) or 1.0
@@ -245,7 +252,8 @@ class ExtractiveBackend:
         # Evidence about someone or somewhere else answers nothing (relevance.py, signal 2).
         if relevance.missing_entities(request.question, [f"{p.title} {p.heading_context} {p.text}"
                                                          for p in request.passages]):
-            return Generated([], MODEL_ID, self.prompt_version, self.settings())
+            return Generated([], MODEL_ID, self._prompt_version(self._by_meaning(request)), self.settings())
+        meaning = self._by_meaning(request)
         candidates = self.candidates(request)
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
@@ -261,7 +269,7 @@ class ExtractiveBackend:
         for claim_id, candidate in candidates:
             if claim_id in excluded_ids:
                 continue
-            if top is None and not self._answers(candidate, vacuous_ok=True):
+            if top is None and not self._answers(candidate, meaning, vacuous_ok=True):
                 # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
                 # answer's lead claim must cover the question (in words, or in meaning); the claims
                 # after it qualify it.
@@ -270,8 +278,8 @@ class ExtractiveBackend:
             if not labels:
                 continue
             if top is None:
-                top = candidate.relevance if self.similarity is not None else candidate.score
-            elif self.similarity is not None:
+                top = candidate.relevance if meaning else candidate.score
+            elif meaning:
                 if candidate.relevance < top - FOLLOW_MARGIN:
                     break
                 # Each further claim answers too (in words or in meaning), not only sits near the lead.
@@ -280,7 +288,8 @@ class ExtractiveBackend:
                 # about Dr." matches every profile once the name is set aside).
                 same_passage = bool(set(candidate.labels) & set(claims[0].evidence_labels))
                 floor = SEMANTIC_FLOOR if same_passage else SEMANTIC_FOLLOW
-                if candidate.sem < floor or not self._answers(candidate, vacuous_ok=same_passage):
+                if (candidate.readable and candidate.sem < floor) or \
+                        not self._answers(candidate, meaning, vacuous_ok=same_passage):
                     continue
             elif candidate.score < self.selection_ratio * top:
                 break
@@ -288,20 +297,21 @@ class ExtractiveBackend:
             claims.append(Claim(claim_id, candidate.text, labels, claim_type))
             if len(claims) >= self.max_claims:
                 break
-        return Generated(claims, MODEL_ID, self.prompt_version, self.settings())
+        return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
 
-    @property
-    def prompt_version(self) -> str:
-        return PROMPT_VERSION if self.similarity is None else SEMANTIC_PROMPT_VERSION
+    def _prompt_version(self, meaning: bool) -> str:
+        """extractive-v2-semantic when this answer was ranked by meaning (a similarity, and a
+        question that reads as English); extractive-v1 otherwise."""
+        return SEMANTIC_PROMPT_VERSION if meaning else PROMPT_VERSION
 
-    def _answers(self, candidate: _Candidate, vacuous_ok: bool) -> bool:
+    def _answers(self, candidate: _Candidate, meaning: bool, vacuous_ok: bool) -> bool:
         """May this unit lead the answer: it covers the question's key terms, or (with a similarity)
         its meaning is close enough; with a similarity, never a unit of no meaning in common. A
         question of intent words only ("How do I reschedule?") has no key terms: any unit covers it,
         which lets the best lead (and the lead's own passage qualify it) but says nothing for a
         further claim from another passage."""
         covered = candidate.coverage >= self.relevance_threshold
-        if self.similarity is None:
+        if not meaning or not candidate.readable:
             return covered
         if candidate.sem >= SEMANTIC_LEAD:
             return True

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
+from citetrace import language
 from citetrace.embeddings import Embedder, QueryVectorCache
 
 
@@ -49,6 +50,13 @@ class EmbeddedUnitSimilarity:
             return []
         units = np.stack([self._cache.embed(self._embedder, text) for text in texts])
         return [float(s) for s in units @ query]
+
+
+def reads_english(text: str) -> bool:
+    """The similarity model was trained on English: a question or unit in another language (nb-NO
+    included) gets no meaning score, so its selection stays with words. Read on Norwegian text the
+    model matched "Er det parkering ved klinikken?" with a fee exception and an app instruction."""
+    return language.identify(text).code in ("en", language.UNDETERMINED)
 
 
 def unit_reading(heading_context: str, title: str, text: str) -> str:

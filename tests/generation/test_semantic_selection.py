@@ -103,3 +103,18 @@ def test_a_question_of_intent_words_only_gets_no_claim_from_another_passage(back
     generated = backend.generate(GenerationRequest("How long before my appointment should I arrive?",
                                                    "ARRIVAL_PREPARATION", passages))
     assert [c.evidence_labels for c in generated.claims] == [["S1"]], generated.claims
+
+
+def test_a_question_in_norwegian_is_ranked_by_words_alone(backend):
+    """The model reads English only: on nb-NO text it found "Er det parkering ved klinikken?" close to a
+    fee exception and an app instruction. A Norwegian question keeps the word ranking (extractive-v1)."""
+    passages = (
+        passage("S1", "Avbestilling", "Ved akutt sykdom belastes ikke gebyr dersom du gir beskjed før timen.",
+                "cancellation_policy"),
+        passage("S2", "Flytte timen", "Du kan flytte timen din i appen inntil 24 timer før avtalt tid.",
+                "cancellation_policy"),
+    )
+    generated = backend.generate(GenerationRequest("Er det parkering ved klinikken?", "OTHER", passages))
+    assert generated.claims == [] and generated.prompt_version == "extractive-v1"
+    moved = backend.generate(GenerationRequest("Kan jeg flytte timen i appen?", "CANCELLATION_RESCHEDULING", passages))
+    assert [c.evidence_labels for c in moved.claims][:1] == [["S2"]]

@@ -1,6 +1,5 @@
 import pytest
-
-from services.orchestrator.understanding.language import identify
+from citetrace.language import identify
 
 
 @pytest.mark.parametrize("text,code", [

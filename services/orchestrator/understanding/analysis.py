@@ -24,8 +24,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from citetrace import language as lang
+
 from services.orchestrator.core.text import fold, normalize, split_clauses
-from services.orchestrator.understanding import language as lang
 from services.orchestrator.understanding.encoder import QuestionEncoder
 from services.orchestrator.understanding.model import Heads, load_heads
 from services.orchestrator.understanding.rules import BoundaryRules, load_rules

@@ -1,7 +1,8 @@
 """Which language a question is written in, from function words and letters (pure, microseconds).
 
 The classifiers are trained for en and nb-NO. Anything else identified with confidence is `other`
-and gets the conservative fallback (services/orchestrator/understanding/boundary.py); a text with no
+and gets the conservative fallback (services/orchestrator/understanding/analysis.py); the extractive
+generator ranks by meaning only what reads as English (services/generation/semantic.py); a text with no
 signal at all (a clinic name, "ok", a date) is `und` and is read as the request's locale, else en.
 Danish and Swedish share most function words with bokmål: a text reads as nb unless the words only
 Danish or Swedish use outweigh the shared ones; either way nothing is answered in a language the
