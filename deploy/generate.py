@@ -88,11 +88,11 @@ class Deploy:
 DEPLOY: dict[str, Deploy] = {
     # Conversations (and Ask results) in PostgreSQL shared by the replicas, the trace outbox (SQLite,
     # one per pod, delivered in order per tenant) on the pod's own PersistentVolume.
-    "orchestrator": Deploy("orchestrator", "orchestrator", True, ("250m", "1"), ("256Mi", "512Mi"), 2, False,
+    "orchestrator": Deploy("orchestrator", "orchestrator", True, ("250m", "1"), ("256Mi", "512Mi"), 2, True,
                            durable_data=True),
     "retrieval": Deploy("retrieval", "retrieval", False, ("500m", "2"), ("768Mi", "1536Mi"), 2, True),
     "scheduler_gateway": Deploy("scheduler-gateway", "scheduling", False, ("100m", "500m"), ("192Mi", "384Mi"), 2, False),
-    "generation": Deploy("generation", None, True, ("250m", "1"), ("256Mi", "512Mi"), 2, False),
+    "generation": Deploy("generation", None, True, ("250m", "1"), ("256Mi", "512Mi"), 2, True),
     "citation_validator": Deploy("citation-validator", None, True, ("250m", "1"), ("512Mi", "1Gi"), 2, True),
     "trace": Deploy("trace", "trace", False, ("100m", "500m"), ("192Mi", "384Mi"), 2, False),
     "console": Deploy("console", None, True, ("100m", "500m"), ("128Mi", "256Mi"), 2, False),

