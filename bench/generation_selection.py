@@ -5,9 +5,9 @@
 Each question of tests/relevance/relevance_labelled.yaml (odd numbers the tune half, even the test
 half) is given its labelled passages (relevant and hard irrelevant ones of the same tenant, in a
 fixed shuffled order, as a search would offer them); the lead claim the generator shows is from a
-relevant passage (right), from an irrelevant one (wrong), or there is none (abstained). Words alone
-(extractive-v1) beside words and meaning (extractive-v2-semantic), and the similarity of the best
-unit of every labelled passage (relevant vs irrelevant) at the lead thresholds.
+relevant passage (right), from an irrelevant one (wrong), or there is none (abstained): words alone
+(extractive-v1) beside words and meaning (extractive-v2-semantic). The passages are offered as
+`handbook` and the question as intent OTHER, so no intent's cue words or claim typing take part.
 """
 
 from __future__ import annotations
