@@ -70,6 +70,8 @@ INTENT_WORDS: dict[str, frozenset[str]] = {
         """dr doctor provider physician specialist clinician"""),
     "AVAILABILITY": _stems("""book booking available availability slot slots open"""),
 }
+#: Every intent's vocabulary: the words that say what kind of question it is.
+KIND_WORDS = frozenset().union(*INTENT_WORDS.values())
 # A place noun ends a place name; these words of a place name are not distinctive on their own.
 _PLACE_NOUNS = ("clinic", "center", "centre", "hospital", "street", "practice", "surgery")
 _PLACE_GENERIC = frozenset({"clinic", "center", "centre", "hospital", "street", "practice", "surgery", "family",
@@ -165,8 +167,16 @@ def covers(term: str, stems: frozenset[str]) -> bool:
 
 
 def coverage(terms: frozenset[str], stems: frozenset[str]) -> float:
+    """The share of the question's key terms the unit covers; none when the key terms name a topic
+    (words beyond the vocabulary that only says what kind of question it is: bring, fee, book) and
+    the unit covers none of the topic: "Bring a photo ID" shares "bring" with "Can I bring my dog?"
+    and answers nothing about the dog. The intent a part was routed to drops its own kind words
+    before this; a question routed to no intent keeps them, so this is what stops them counting."""
     if not terms:
         return 1.0
+    topic = terms - KIND_WORDS
+    if topic and not any(covers(t, stems) for t in topic):
+        return 0.0
     return sum(covers(t, stems) for t in terms) / len(terms)
 
 

@@ -69,6 +69,20 @@ def test_an_unrelated_question_is_not_answered(backend):
     assert claims(backend, "Can I bring my dog to the appointment?") == []
 
 
+@pytest.mark.parametrize("backend_kind", ["meaning", "words"])
+def test_a_shared_kind_word_is_no_answer_about_the_topic(backend, backend_kind):
+    """A question routed to no intent keeps the words that only say what kind of question it is
+    (bring, fee): a unit sharing one of them and none of the question's topic answers nothing."""
+    carry = passage("S9", "What to bring", "Bring your health card and a list of your medicines.")
+    fee = passage("S10", "Fees", "A fee of 40 EUR applies when you cancel less than 24 hours ahead.")
+    chosen = backend if backend_kind == "meaning" else ExtractiveBackend()
+    for question in ("Can I bring my cat?", "Is there a fee for parking?"):
+        assert chosen.generate(GenerationRequest(question, "OTHER", (carry, fee))).claims == [], question
+    # A topic word covered still answers: the kind word is not what blocks it.
+    shown = chosen.generate(GenerationRequest("Do I bring my health card?", "OTHER", (carry, fee))).claims
+    assert shown and shown[0].evidence_labels == ["S9"]
+
+
 def test_the_similarity_model_and_settings_are_named(backend):
     generated = backend.generate(GenerationRequest("Do you offer translators?", "OTHER", PASSAGES))
     assert generated.prompt_version == "extractive-v2-semantic"
