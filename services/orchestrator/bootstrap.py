@@ -82,9 +82,9 @@ def grpc_trace_sink(settings: Settings, auth: AuthSettings | None) -> adapters.T
 
 def understanding(settings: Settings, lexicon) -> QuestionAnalyzer:
     """The boundary and intent classifiers (one encoder run per question), the router's lexicon as
-    the high-precision intent override."""
+    the high-precision intent override (without the entries the model file measured as imprecise)."""
     encoder = QuestionEncoder(settings.model_cache_dir or None)
-    return QuestionAnalyzer(encoder, lexicon=lambda clause: detect_intents(clause, lexicon))
+    return QuestionAnalyzer(encoder, lexicon=lambda clause, skip: detect_intents(clause, lexicon, skip))
 
 
 def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink,

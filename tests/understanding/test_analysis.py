@@ -59,3 +59,33 @@ def test_decision_and_scores_are_in_the_explanations(analyzer):
     lines = analyzer.analyze("move my Tuesday visit to Thursday").explanations()
     assert any("boundary logistics" in line and "emergency 0." in line for line in lines)
     assert any("intents cancellation_rescheduling" in line for line in lines)
+
+
+def test_lexicon_entries_measured_as_imprecise_do_not_override_the_heads(analyzer):
+    """The model file lists the router-lexicon entries whose tune-half precision was below the
+    override bar; a clause matched only by such an entry is decided by the intent heads."""
+    import dataclasses
+
+    from services.orchestrator.core.router import load_lexicon
+
+    heads = load_heads()
+    entries = {entry for table in load_lexicon().intents.values() for entry, _ in table}
+    assert heads.lexicon_untrusted and heads.lexicon_untrusted <= entries
+    assert r"re:\bbring\b" in heads.lexicon_untrusted  # 13 of 18 right on the tune half
+    question = "Can I bring my bike inside?"
+    gated = analyzer.analyze(question).clauses[0]
+    assert gated.intent_source == "model"
+    ungated = QuestionAnalyzer(analyzer.encoder, dataclasses.replace(heads, lexicon_untrusted=frozenset()),
+                               lexicon=lexicon_matcher()).analyze(question).clauses[0]
+    assert ungated.intent_source == r"lexicon:re:\bbring\b" and ungated.intents == ("arrival_preparation",)
+
+
+def test_the_hidden_layer_over_nonzero_features_is_the_dense_product(analyzer):
+    import numpy as np
+
+    heads = load_heads()
+    assert heads.intent_hidden_w is not None
+    vector = heads.vector(analyzer.encoder.encode("can I move my physio appointment to Friday?"))
+    hidden = np.maximum(vector @ heads.intent_hidden_w + heads.intent_hidden_b, 0.0)
+    dense = 1.0 / (1.0 + np.exp(-(heads.intent_w @ hidden + heads.intent_b)))
+    assert np.allclose(list(heads.intent_scores(vector).values()), dense, atol=1e-5)

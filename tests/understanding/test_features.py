@@ -37,12 +37,13 @@ def test_the_shipped_model_records_the_feature_spec_the_code_computes():
     assert heads.feature_spec == features.FEATURE_SPEC
     width = 2 * 384 + features.NGRAM_DIM
     assert features.WIDTHS[heads.feature_spec] == width
-    assert heads.intent_w.shape == (5, width)
-    if heads.boundary_hidden_w is None:
-        assert heads.boundary_w.shape == (3, width)
-    else:
-        assert heads.boundary_hidden_w.shape[0] == width
-        assert heads.boundary_w.shape == (3, heads.boundary_hidden_w.shape[1])
+    for classes, out_w, hidden_w in ((3, heads.boundary_w, heads.boundary_hidden_w),
+                                     (5, heads.intent_w, heads.intent_hidden_w)):
+        if hidden_w is None:
+            assert out_w.shape == (classes, width)
+        else:
+            assert hidden_w.shape[0] == width
+            assert out_w.shape == (classes, hidden_w.shape[1])
 
 
 def test_the_max_view_keeps_one_strong_token_the_mean_dilutes():

@@ -96,18 +96,23 @@ def load_lexicon(path: Path = DATA_FILE) -> Lexicon:
     )
 
 
-def detect_intents(clause: str, lexicon: Lexicon) -> list[tuple[Intent, str]]:
-    """(intent, matched entry) for each intent whose lexicon matches the clause."""
+def detect_intents(clause: str, lexicon: Lexicon, skip: frozenset[str] = frozenset()) -> list[tuple[Intent, str]]:
+    """(intent, matched entry) for each intent whose lexicon matches the clause: the first of its
+    entries that matches and is not in `skip`."""
+    found: list[tuple[Intent, str]] = []
+    for intent, entry in lexicon_hits(clause, lexicon):
+        if entry not in skip and all(intent != seen for seen, _ in found):
+            found.append((intent, entry))
+    return found
+
+
+def lexicon_hits(clause: str, lexicon: Lexicon) -> list[tuple[Intent, str]]:
+    """(intent, entry) for every entry that matches the clause, in lexicon order."""
     text = fold(clause)
     for _, pattern in lexicon.not_intents:
         text = pattern.sub(" ", text)
-    found: list[tuple[Intent, str]] = []
-    for intent, entries in lexicon.intents.items():
-        for entry, pattern in entries:
-            if pattern.search(text):
-                found.append((intent, entry))
-                break
-    return found
+    return [(intent, entry) for intent, entries in lexicon.intents.items()
+            for entry, pattern in entries if pattern.search(text)]
 
 
 def _lexicon_match(text: str, table: dict[str, tuple[str, ...]]) -> tuple[str, str] | None:
@@ -261,8 +266,9 @@ class LexiconRouter:
         if analysis is None or index >= len(analysis.clauses) or analysis.clauses[index].text != clause:
             return detect_intents(clause, self.lexicon)
         decided = analysis.clauses[index]
-        if decided.intent_source.startswith("lexicon:"):
-            return detect_intents(clause, self.lexicon)
+        if decided.intent_source.startswith("lexicon:"):  # one entry per intent, in the intents' order
+            entries = decided.intent_source.removeprefix("lexicon:").split("; ")
+            return [(Intent(name), entry) for name, entry in zip(decided.intents, entries, strict=True)]
         return [(Intent(name), f"model {decided.intent_scores.get(name, 0.0):.3f}") for name in decided.intents]
 
     def _entities(self, in_scope_text: str, result: Route) -> None:

@@ -14,7 +14,8 @@ The boundary (recall first), per clause:
      multilingual list, otherwise the whole question gets the clinical boundary (never answered as
      logistics), and the route says so.
 
-Intents, per in-scope clause: the lexicon (high precision, versioned) overrides when it matches;
+Intents, per in-scope clause: the lexicon (versioned) overrides when one of its entries matches,
+except the entries the model file lists as measured below the override precision on the tune half;
 otherwise the model's best intent, plus every further intent scoring at least `accept`; a best
 score below `other_below` means the clause names no intent (other). Decision and scores go into the
 route for every clause."""
@@ -102,7 +103,8 @@ def clause_spans(text: str, clauses: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-LexiconMatcher = Callable[[str], list[tuple[str, str]]]
+#: (clause, entries not to use) -> (intent, entry) per intent the router's lexicon finds in the clause.
+LexiconMatcher = Callable[[str, frozenset[str]], list[tuple[str, str]]]
 
 
 class QuestionAnalyzer:
@@ -199,7 +201,7 @@ class QuestionAnalyzer:
     def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float]]:
         scores = self.heads.intent_scores(vector)
         if self._lexicon is not None:
-            found = self._lexicon(clause)
+            found = self._lexicon(clause, self.heads.lexicon_untrusted)
             if found:
                 return tuple(dict.fromkeys(i for i, _ in found)), "lexicon:" + "; ".join(e for _, e in found), scores
         thresholds = self.heads.intent_thresholds

@@ -207,7 +207,7 @@ def lexicon_matcher():  # the same override bootstrap.understanding wires
     from services.orchestrator.core import router
 
     lexicon = router.load_lexicon()
-    return lambda clause: router.detect_intents(clause, lexicon)
+    return lambda clause, skip: router.detect_intents(clause, lexicon, skip)
 
 
 def main(argv: list[str] | None = None) -> int:

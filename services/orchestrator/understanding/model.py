@@ -1,12 +1,13 @@
 """The trained heads of the understanding classifiers (data/model.json, written by train.py): a
-softmax head for the clinical boundary (linear, or with one ReLU hidden layer) and one sigmoid per
-intent (linear), over the clause's feature vector (features.py: the encoder's mean- and max-pooled
+softmax head for the clinical boundary and one sigmoid per intent, each linear or with one ReLU
+hidden layer, over the clause's feature vector (features.py: the encoder's mean- and max-pooled
 clause vectors and hashed n-grams; a file without a feature spec is over the encoder's mean vector
 alone). Inference is two or three small matrix-vector products in numpy.
 
 The file records the encoder it was trained on (derived graph digest), the data it was trained on
-(digests of the labelled sets), the thresholds chosen on the tune half, and a version that every
-route decision and trace record names."""
+(digests of the labelled sets), the thresholds chosen on the tune half, the router-lexicon entries
+whose measured precision is too low to override the intent head, and a version that every route
+decision and trace record names."""
 
 from __future__ import annotations
 
@@ -68,6 +69,13 @@ class Heads:
     # boundary is then softmax(boundary_w @ relu(vector @ hidden_w + hidden_b) + boundary_b).
     boundary_hidden_w: np.ndarray | None = None
     boundary_hidden_b: np.ndarray | None = None
+    # The intent heads' hidden layer, when they have one: sigmoid(intent_w @ relu(...) + intent_b).
+    intent_hidden_w: np.ndarray | None = None
+    intent_hidden_b: np.ndarray | None = None
+    # Router-lexicon entries that may not override the intent heads: each matched the tune half's
+    # questions often enough to measure and named a wrong intent too often ("bring" in "bring my
+    # appointment forward", "dr" in "is Dr. Chen free on the 9th").
+    lexicon_untrusted: frozenset[str] = frozenset()
 
     def vector(self, encoded: Encoded, start: int = 0, end: int | None = None) -> np.ndarray:
         """The clause's feature vector under this model's feature spec."""
@@ -77,12 +85,7 @@ class Heads:
 
     def boundary_scores(self, vector: np.ndarray) -> dict[str, float]:
         if self.boundary_hidden_w is not None:
-            # Only the rows of the clause's non-zero features: the n-gram view is ~1% non-zero, so this
-            # reads ~900 of the hidden matrix's 8,960 rows (the same product; the whole 2.3 MB matrix,
-            # evicted from the cache by the encoder run before it, cost ~1 ms per call on a busy host).
-            nonzero = np.flatnonzero(vector)
-            hidden = vector[nonzero] @ self.boundary_hidden_w[nonzero] + self.boundary_hidden_b
-            vector = np.maximum(hidden, 0.0)
+            vector = _relu_layer(vector, self.boundary_hidden_w, self.boundary_hidden_b)
         logits = self.boundary_w @ vector + self.boundary_b
         logits = logits - logits.max()
         probs = np.exp(logits)
@@ -90,9 +93,19 @@ class Heads:
         return {name: float(p) for name, p in zip(BOUNDARY_CLASSES, probs, strict=True)}
 
     def intent_scores(self, vector: np.ndarray) -> dict[str, float]:
+        if self.intent_hidden_w is not None:
+            vector = _relu_layer(vector, self.intent_hidden_w, self.intent_hidden_b)
         logits = self.intent_w @ vector + self.intent_b
         probs = 1.0 / (1.0 + np.exp(-logits))
         return {name: float(p) for name, p in zip(INTENTS, probs, strict=True)}
+
+
+def _relu_layer(vector: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """relu(vector @ w + b) over only the rows of the vector's non-zero features: the n-gram view is
+    ~1% non-zero, so this reads ~900 of the matrix's 8,960 rows (the same product; the whole 2.3 MB
+    matrix, evicted from the cache by the encoder run before it, cost ~1 ms per call on a busy host)."""
+    nonzero = np.flatnonzero(vector)
+    return np.maximum(vector[nonzero] @ w[nonzero] + b, 0.0)
 
 
 def encode_matrix(matrix: np.ndarray, half: bool = False) -> dict:
@@ -130,14 +143,17 @@ def heads_from_dict(raw: dict) -> Heads:
         feature_spec=spec,
         boundary_hidden_w=_matrix(boundary["hidden"]["w"]) if "hidden" in boundary else None,
         boundary_hidden_b=np.asarray(boundary["hidden"]["b"], dtype=np.float32) if "hidden" in boundary else None,
+        intent_hidden_w=_matrix(intent["hidden"]["w"]) if "hidden" in intent else None,
+        intent_hidden_b=np.asarray(intent["hidden"]["b"], dtype=np.float32) if "hidden" in intent else None,
+        lexicon_untrusted=frozenset(intent.get("lexicon_override", {}).get("untrusted", {})),
     )
     width = features.MINILM_DIM if spec == MINILM_MEAN else features.WIDTHS[spec]
-    hidden = heads.boundary_hidden_w
-    boundary_width = heads.boundary_w.shape[1] if hidden is None else hidden.shape[0]
-    if hidden is not None and heads.boundary_w.shape[1] != hidden.shape[1]:
-        raise ValueError("model file's boundary output layer does not fit its hidden layer")
-    if boundary_width != width or heads.intent_w.shape[1] != width:
-        raise ValueError(f"model file's weights do not fit feature spec {spec} ({width} features)")
+    for name, out_w, hidden_w in (("boundary", heads.boundary_w, heads.boundary_hidden_w),
+                                  ("intent", heads.intent_w, heads.intent_hidden_w)):
+        if hidden_w is not None and out_w.shape[1] != hidden_w.shape[1]:
+            raise ValueError(f"model file's {name} output layer does not fit its hidden layer")
+        if (out_w.shape[1] if hidden_w is None else hidden_w.shape[0]) != width:
+            raise ValueError(f"model file's {name} weights do not fit feature spec {spec} ({width} features)")
     return heads
 
 
