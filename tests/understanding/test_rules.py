@@ -27,6 +27,8 @@ RULES = load_rules()
     "I had chest pain last year and now it is back, I need to book",
     "Jeg har hatt brystsmerter i sommer, men nå har jeg dem igjen",
     "Jeg hadde brystsmerter i fjor og har dem igjen for en halvtime siden",
+    # a bare "what is" is no topic form in bokmål: no clinical rule would catch the question then
+    "Hva er et hjerteinfarkt?",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -47,6 +49,9 @@ def test_red_flags_that_stand(text):
     # nb-NO history forms the en list has ("has had", a season, an admission)
     ("Jeg har hatt hjerteinfarkt før. Hvor er hjerteskolen?", "history"),
     ("Jeg besvimte i sommer og legen vil ta EKG", "history"),
+    # a red flag named as a topic, in bokmål too
+    ("Hvilke tegn på hjerneslag skal jeg se etter?", "not_a_symptom"),
+    ("Hva er faksnummeret til brystsmerte-klinikken?", "not_a_symptom"),
 ])
 def test_red_flags_discarded_with_a_reason(text, why):
     check = RULES.check_emergency(fold(text))
@@ -59,6 +64,9 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "Is an MRI safe if I'm pregnant?",
     "What does my cholesterol result of 6.2 mean?",
     "Hvor mye ibux kan jeg ta om dagen?",
+    # the safety question while pregnant or breastfeeding, and a red flag asked about as a topic, in bokmål
+    "Kan jeg ta en CT mens jeg ammer?",
+    "Hvilke tegn på hjerneslag skal jeg se etter?",
 ])
 def test_clinical_patterns(text):
     assert RULES.check_clinical(fold(text)) is not None

@@ -57,7 +57,7 @@ DATA = Path(__file__).resolve().parent / "data"
 BOUNDARY_SET = DATA / "boundary_labelled.yaml"
 INTENT_SET = DATA / "intent_labelled.yaml"
 MEDQUAD_TRAIN = DATA / "medquad_train.jsonl"
-MODEL_VERSION = "understanding-2026-12-05.1"
+MODEL_VERSION = "understanding-2026-12-05.2"
 # What a logistics question of the boundary set is about, from its tag (adds intent examples).
 TAG_INTENT = {"booking": "availability", "cancel": "cancellation_rescheduling", "arrival": "arrival_preparation",
               "other": "other", "provider": "provider_information"}
@@ -89,6 +89,10 @@ INTENT_ALPHA = 1e-3
 LEXICON_OVERRIDE_PRECISION = 0.9
 LEXICON_MIN_HITS = 3
 TRAINED_LANGUAGES = ("en", "nb")
+# Train the boundary head on the clauses of multi-clause logistics questions as well (see
+# add_clause_spans): the head judges clauses, and a short statement of context ("I had a heart attack
+# in March;") seen only inside whole questions was scored as an emergency on its own.
+CLAUSE_SPANS_FROM_LOGISTICS = True
 
 
 @dataclasses.dataclass
@@ -121,7 +125,21 @@ def boundary_examples(items: list[dict]) -> list[Example]:
         else:
             text = normalize(item["text"])
             out.append(Example(item["id"], text, [(0, len(text), item["label"])], item["lang"]))
+            if item["label"] == "logistics":
+                add_clause_spans(out[-1])
     return out
+
+
+def add_clause_spans(example: Example) -> None:
+    """Each clause of a logistics question is a logistics example too, as analysis.py judges it
+    clause by clause: a question that seeks no clinical advice and reports no emergency has no clause
+    that does ("Jeg har influensa" in "Jeg har influensa og kan ikke komme i morgen, hvordan avbestiller
+    jeg?"). Not for the other classes: one clause of an emergency question may be a booking."""
+    if not CLAUSE_SPANS_FROM_LOGISTICS:
+        return
+    clauses = split_clauses(example.text)
+    if len(clauses) > 1:
+        example.spans += [(start, end, "logistics") for start, end in clause_spans(example.text, clauses)]
 
 
 def softmax_train(x, y: np.ndarray, classes: int, sample_weight: np.ndarray | None = None,
@@ -434,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     logistics_extra = [Example(f"intent:{i}", text, [(0, len(text), "logistics")], lang)
                        for i, (text, _, lang) in enumerate(intents_rows)
                        if text not in {ex.text for ex in tune}]
+    for ex in logistics_extra:
+        add_clause_spans(ex)
     encodings: dict[str, Encoded] = _load_cache(args.features_cache, encoder.model_id)
     everything = tune + extra + logistics_extra
     print(f"encoding {len(everything)} texts ...", file=sys.stderr)
