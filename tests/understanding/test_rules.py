@@ -67,6 +67,14 @@ def test_red_flags_discarded_with_a_reason(text, why):
     # the safety question while pregnant or breastfeeding, and a red flag asked about as a topic, in bokmål
     "Kan jeg ta en CT mens jeg ammer?",
     "Hvilke tegn på hjerneslag skal jeg se etter?",
+    # bokmål dosing per day, a changed or forgotten dose, what to take for something, a cause asked about
+    "Hvor mange tabletter kan jeg ta i døgnet?",
+    "Bør jeg øke dosen av astmamedisinen?",
+    "Jeg glemte å ta Marevan i går, hva gjør jeg nå?",
+    "øynene klør og er røde hver morgen hva kan jeg bruke",
+    "Kan hodepinen min skyldes høyt blodtrykk?",
+    "Hvordan blir jeg kvitt halsbrannen?",
+    "Kan jeg få allergisk reaksjon på kontrasten?",
 ])
 def test_clinical_patterns(text):
     assert RULES.check_clinical(fold(text)) is not None
@@ -77,6 +85,11 @@ def test_clinical_patterns(text):
     "Skal jeg ta med medisinlisten min til timen?",
     "Can I get an interpreter for my appointment?",
     "I don't have any symptoms, I just want my yearly check-up",
+    # the bokmål medication forms above, in their logistics senses
+    "Jeg glemte å ta med henvisningen, går det bra?",
+    "Hva kan jeg ta med meg inn på undersøkelsen?",
+    "Hvor mange timer kan jeg bestille om dagen?",
+    "Hvor mange timer kan jeg få om dagen?",
 ])
 def test_logistics_is_not_clinical_by_rule(text):
     assert RULES.check_clinical(fold(text)) is None
