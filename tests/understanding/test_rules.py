@@ -27,6 +27,8 @@ RULES = load_rules()
     "I had chest pain last year and now it is back, I need to book",
     "Jeg har hatt brystsmerter i sommer, men nå har jeg dem igjen",
     "Jeg hadde brystsmerter i fjor og har dem igjen for en halvtime siden",
+    # a cry for help is still a present cue beside a history ("needs help walking" is not, below)
+    "My dad had a stroke two years ago, help!",
     # a bare "what is" is no topic form in bokmål: no clinical rule would catch the question then
     "Hva er et hjerteinfarkt?",
 ])
@@ -49,6 +51,8 @@ def test_red_flags_that_stand(text):
     # nb-NO history forms the en list has ("has had", a season, an admission)
     ("Jeg har hatt hjerteinfarkt før. Hvor er hjerteskolen?", "history"),
     ("Jeg besvimte i sommer og legen vil ta EKG", "history"),
+    # "help" as assistance is no present cue: the history stands
+    ("My dad had a stroke two years ago and needs help walking, can I come in with him?", "history"),
     # a red flag named as a topic, in bokmål too
     ("Hvilke tegn på hjerneslag skal jeg se etter?", "not_a_symptom"),
     ("Hva er faksnummeret til brystsmerte-klinikken?", "not_a_symptom"),
@@ -90,6 +94,8 @@ def test_clinical_patterns(text):
     "Hva kan jeg ta med meg inn på undersøkelsen?",
     "Hvor mange timer kan jeg bestille om dagen?",
     "Hvor mange timer kan jeg få om dagen?",
+    # "is that ok" asks about a plan, not a finding
+    "I'm going to be 15 minutes late, is that ok?",
 ])
 def test_logistics_is_not_clinical_by_rule(text):
     assert RULES.check_clinical(fold(text)) is None
