@@ -266,9 +266,8 @@ class LexiconRouter:
         if analysis is None or index >= len(analysis.clauses) or analysis.clauses[index].text != clause:
             return detect_intents(clause, self.lexicon)
         decided = analysis.clauses[index]
-        if decided.intent_source.startswith("lexicon:"):  # one entry per intent, in the intents' order
-            entries = decided.intent_source.removeprefix("lexicon:").split("; ")
-            return [(Intent(name), entry) for name, entry in zip(decided.intents, entries, strict=True)]
+        if decided.lexicon_hits:
+            return [(Intent(name), entry) for name, entry in decided.lexicon_hits]
         return [(Intent(name), f"model {decided.intent_scores.get(name, 0.0):.3f}") for name in decided.intents]
 
     def _entities(self, in_scope_text: str, result: Route) -> None:

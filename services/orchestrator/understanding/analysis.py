@@ -49,6 +49,7 @@ class ClauseAnalysis:
     intents: tuple[str, ...] = ()
     intent_source: str = ""  # lexicon:<entry> | model | none
     intent_scores: dict[str, float] = dataclasses.field(default_factory=dict)
+    lexicon_hits: tuple[tuple[str, str], ...] = ()  # (intent, entry) when the lexicon decided
 
     @property
     def in_scope(self) -> bool:
@@ -157,11 +158,11 @@ class QuestionAnalyzer:
                 label, source = CLINICAL, f"rule:{rule}"
             else:
                 label, source = LOGISTICS, "model"
-            intents, intent_source, intent_scores = (), "", {}
+            intents, intent_source, intent_scores, hits = (), "", {}, ()
             if label == LOGISTICS:
-                intents, intent_source, intent_scores = self._intents(clause, vector)
+                intents, intent_source, intent_scores, hits = self._intents(clause, vector)
             results.append(ClauseAnalysis(clause, start, end, label, source, scores, check.discarded,
-                                          intents, intent_source, intent_scores))
+                                          intents, intent_source, intent_scores, hits))
         results = self._statements_as_context(results, encoded, t_emergency, t_boundary)
         # The whole question is an emergency when any clause is, or when the question read as one is
         # (the model on the whole question's vector, or a red flag that spans two clauses: "I fainted.
@@ -198,14 +199,16 @@ class QuestionAnalyzer:
                                                              f"(joint logistics {joint[LOGISTICS]:.3f})")
         return out
 
-    def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float]]:
+    def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float],
+                                                     tuple[tuple[str, str], ...]]:
         scores = self.heads.intent_scores(vector)
         if self._lexicon is not None:
-            found = self._lexicon(clause, self.heads.lexicon_untrusted)
+            found = tuple(self._lexicon(clause, self.heads.lexicon_untrusted))
             if found:
-                return tuple(dict.fromkeys(i for i, _ in found)), "lexicon:" + "; ".join(e for _, e in found), scores
+                return (tuple(dict.fromkeys(i for i, _ in found)), "lexicon:" + "; ".join(e for _, e in found),
+                        scores, found)
         thresholds = self.heads.intent_thresholds
-        return decide_intents(scores, thresholds.accept, thresholds.other_below), "model", scores
+        return decide_intents(scores, thresholds.accept, thresholds.other_below), "model", scores, ()
 
 
 _QUESTION_START = frozenset(["can", "could", "should", "shall", "is", "are", "am", "do", "does", "did", "what", "whats", "how", "when", "where", "why", "which", "who", "will", "would", "may", "might", "must", "kan", "skal", "bør", "er", "har", "hva", "hvordan", "når", "hvor", "hvorfor", "hvilken", "hvilke", "må", "vil"])

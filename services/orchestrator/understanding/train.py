@@ -156,32 +156,50 @@ def softmax_train(x, y: np.ndarray, classes: int, sample_weight: np.ndarray | No
 
 
 @dataclasses.dataclass
-class BoundaryHead:
-    """A trained boundary head as model.Heads computes it (linear, or one ReLU hidden layer)."""
+class TrainedHead:
+    """A trained head as model.Heads computes it: linear or with one ReLU hidden layer, then a softmax
+    over classes (the boundary) or a sigmoid per label (the intents, `multi_label`)."""
 
-    w: np.ndarray  # (classes, inputs of the output layer)
+    w: np.ndarray  # (outputs, inputs of the output layer)
     b: np.ndarray
     hidden_w: np.ndarray | None = None  # (features, hidden)
     hidden_b: np.ndarray | None = None
+    multi_label: bool = False
 
     def probs(self, vector: np.ndarray) -> np.ndarray:
         if self.hidden_w is not None:
             vector = np.maximum(vector @ self.hidden_w + self.hidden_b, 0.0)
+        if self.multi_label:
+            return 1.0 / (1.0 + np.exp(-(self.w @ vector + self.b)))
         return _softmax(self.w, self.b, vector[None, :])[0]
 
+    def layers(self, alpha: float) -> dict:
+        """The head's weights as the model file stores them (model.heads_from_dict reads them)."""
+        out = {"w": encode_matrix(self.w), "b": np.round(self.b, 6).tolist()}
+        if self.hidden_w is not None:
+            out["hidden"] = {"w": encode_matrix(self.hidden_w, half=True), "b": np.round(self.hidden_b, 6).tolist(),
+                             "alpha": alpha}
+        return out
 
-def train_boundary(x, y: np.ndarray, sample_weight: np.ndarray) -> BoundaryHead:
-    classes = len(BOUNDARY_CLASSES)
-    if not BOUNDARY_HIDDEN:
-        return BoundaryHead(*softmax_train(x, y, classes, sample_weight))
+
+def _network_head(x, y: np.ndarray, hidden: int, alpha: float, max_iter: int, multi_label: bool,
+                  sample_weight: np.ndarray | None = None) -> TrainedHead:
+    """One ReLU hidden layer (scikit-learn's MLPClassifier, Adam, L2 `alpha`), as a TrainedHead."""
     from sklearn.neural_network import MLPClassifier
 
+    net = MLPClassifier(hidden_layer_sizes=(hidden,), alpha=alpha, max_iter=max_iter, random_state=0)
+    net.fit(_sparse(x), y, **({} if sample_weight is None else {"sample_weight": sample_weight}))
+    return TrainedHead(net.coefs_[1].T.astype(np.float32), net.intercepts_[1].astype(np.float32),
+                       net.coefs_[0].astype(np.float32), net.intercepts_[0].astype(np.float32), multi_label)
+
+
+def train_boundary(x, y: np.ndarray, sample_weight: np.ndarray) -> TrainedHead:
+    classes = len(BOUNDARY_CLASSES)
+    assert set(np.unique(y)) == set(range(classes)), "every class needs examples"
+    if not BOUNDARY_HIDDEN:
+        return TrainedHead(*softmax_train(x, y, classes, sample_weight))
     weights = _class_balanced(y, classes, np.asarray(sample_weight, dtype=float))
-    net = MLPClassifier(hidden_layer_sizes=(BOUNDARY_HIDDEN,), alpha=BOUNDARY_ALPHA, max_iter=200,
-                        random_state=0).fit(_sparse(x), y, sample_weight=weights)
-    assert list(net.classes_) == list(range(classes)), "every class needs examples"
-    return BoundaryHead(net.coefs_[1].T.astype(np.float32), net.intercepts_[1].astype(np.float32),
-                        net.coefs_[0].astype(np.float32), net.intercepts_[0].astype(np.float32))
+    return _network_head(x, y, BOUNDARY_HIDDEN, BOUNDARY_ALPHA, 200, False, weights)
 
 
 def _class_balanced(y: np.ndarray, classes: int, sample_weight: np.ndarray) -> np.ndarray:
@@ -254,7 +272,7 @@ class Observed:
     whole_red_flag: bool
 
 
-def observe(ex: Example, head: BoundaryHead, rules) -> Observed:
+def observe(ex: Example, head: TrainedHead, rules) -> Observed:
     clauses = split_clauses(ex.text) or [ex.text]
     spans = clause_spans(ex.text, clauses)
     out = []
@@ -335,30 +353,10 @@ def intent_matrix(rows, encodings: dict[str, Encoded]) -> tuple[np.ndarray, np.n
     return x, y
 
 
-@dataclasses.dataclass
-class IntentHead:
-    """Trained intent heads as model.Heads computes them (linear, or one ReLU hidden layer)."""
-
-    w: np.ndarray  # (intents, inputs of the output layer)
-    b: np.ndarray
-    hidden_w: np.ndarray | None = None  # (features, hidden)
-    hidden_b: np.ndarray | None = None
-
-    def probs(self, vector: np.ndarray) -> np.ndarray:
-        if self.hidden_w is not None:
-            vector = np.maximum(vector @ self.hidden_w + self.hidden_b, 0.0)
-        return 1.0 / (1.0 + np.exp(-(self.w @ vector + self.b)))
-
-
-def train_intents(x, y: np.ndarray) -> IntentHead:
+def train_intents(x, y: np.ndarray) -> TrainedHead:
     if not INTENT_HIDDEN:
-        return IntentHead(*sigmoid_train(x, y))
-    from sklearn.neural_network import MLPClassifier
-
-    net = MLPClassifier(hidden_layer_sizes=(INTENT_HIDDEN,), alpha=INTENT_ALPHA, max_iter=400,
-                        random_state=0).fit(_sparse(x), y.astype(int))
-    return IntentHead(net.coefs_[1].T.astype(np.float32), net.intercepts_[1].astype(np.float32),
-                      net.coefs_[0].astype(np.float32), net.intercepts_[0].astype(np.float32))
+        return TrainedHead(*sigmoid_train(x, y), multi_label=True)
+    return _network_head(x, y.astype(int), INTENT_HIDDEN, INTENT_ALPHA, 400, True)
 
 
 @dataclasses.dataclass
@@ -378,7 +376,7 @@ def intent_question(text: str, intents, fold_index: int, encoded: Encoded, lexic
         for start, end in clause_spans(encoded.text, clauses)])
 
 
-def routed_intents(question: IntentQuestion, head: IntentHead, untrusted: frozenset[str],
+def routed_intents(question: IntentQuestion, head: TrainedHead, untrusted: frozenset[str],
                    accept: float, other_below: float) -> set[str]:
     """As analysis.py decides (a trusted lexicon entry overrides, else the heads), the union over the
     question's clauses."""
@@ -521,10 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "boundary": {
             "classes": list(BOUNDARY_CLASSES),
-            "w": encode_matrix(boundary_head.w), "b": np.round(boundary_head.b, 6).tolist(),
-            **({"hidden": {"w": encode_matrix(boundary_head.hidden_w, half=True),
-                           "b": np.round(boundary_head.hidden_b, 6).tolist(), "alpha": BOUNDARY_ALPHA}}
-               if boundary_head.hidden_w is not None else {}),
+            **boundary_head.layers(BOUNDARY_ALPHA),
             "training": {"c": BOUNDARY_C} if boundary_head.hidden_w is None else {"hidden": BOUNDARY_HIDDEN},
             # The fallback threshold is not tuned (no data): half the emergency threshold, on purpose.
             "thresholds": {"emergency": t_e, "boundary": t_b, "emergency_fallback": round(t_e / 2, 3),
@@ -533,10 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "intent": {
             "labels": list(INTENTS),
-            "w": encode_matrix(intent_head.w), "b": np.round(intent_head.b, 6).tolist(),
-            **({"hidden": {"w": encode_matrix(intent_head.hidden_w, half=True),
-                           "b": np.round(intent_head.hidden_b, 6).tolist(), "alpha": INTENT_ALPHA}}
-               if intent_head.hidden_w is not None else {}),
+            **intent_head.layers(INTENT_ALPHA),
             "thresholds": {"accept": best[1], "other_below": best[2]},
             "out_of_fold_tune_exact_set_accuracy": round(best[0], 4),
             "lexicon_override": {"lexicon_version": lexicon.version, "precision_at_least": LEXICON_OVERRIDE_PRECISION,
