@@ -31,6 +31,23 @@ RULES = load_rules()
     "My dad had a stroke two years ago, help!",
     # a bare "what is" is no topic form in bokmål: no clinical rule would catch the question then
     "Hva er et hjerteinfarkt?",
+    # everyday bokmål for the red flags the en list names: laboured breathing, an inhaler that does not
+    # help, a collapse, strange speech, spurting blood, a swelling face, something harmful swallowed,
+    # an indirect wish to die
+    "Faren min puster så tungt og lepper er blålige",
+    "det hveser når hun puster og hun klarer nesten ikke snakke",
+    "Har tatt astmaspray tre ganger nå uten at det hjelper",
+    "my blue pump isn't helping at all and I'm wheezing",
+    "Naboen segnet om i trappa",
+    "Han snakker helt sludder og armen hans vil ikke",
+    "blodet fosser fra kneet",
+    "vi får ikke blødningen til å stoppe",
+    "Leppene hennes hovner opp etter rekesalaten",
+    "Toåringen har slukt et knappcellebatteri",
+    "my toddler drank some lighter fluid from the shed",
+    "jeg orker ikke mer og vil ikke våkne i morgen",
+    # "none since" only resolves right after the red flag
+    "he is having a seizure now, none for years before this",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -56,11 +73,27 @@ def test_red_flags_that_stand(text):
     # a red flag named as a topic, in bokmål too
     ("Hvilke tegn på hjerneslag skal jeg se etter?", "not_a_symptom"),
     ("Hva er faksnummeret til brystsmerte-klinikken?", "not_a_symptom"),
+    # a time counted back is history ("back" there is no symptom returning), and "none since" resolves
+    ("My mum had a small stroke a few months back, is there a lift to the clinic?", "history"),
+    ("Faren min hadde hjerneslag for to år tilbake, kan jeg følge ham inn?", "history"),
+    ("I used to have seizures, none for five years now, where is the EEG lab?", "resolved"),
+    # the visit before this one is history, in both languages
+    ("I fainted at my last blood test, can I lie down this time?", "history"),
+    ("Sønnen min besvimte ved forrige vaksinasjon, kan han sitte på fanget mitt?", "history"),
 ])
 def test_red_flags_discarded_with_a_reason(text, why):
     check = RULES.check_emergency(fold(text))
     assert check.hit is None
     assert why in {reason for _, reason in check.discarded}
+
+
+@pytest.mark.parametrize("text", [
+    # a negation between the pregnancy and the bleeding, and a red flag compounded into a clinic's name
+    "Gravid i uke 20 uten blødning, når er ultralyden?",
+    "Hva er adressen til brystsmerteklinikken?",
+])
+def test_no_red_flag(text):
+    assert RULES.check_emergency(fold(text)).hit is None
 
 
 @pytest.mark.parametrize("text", [
@@ -79,6 +112,15 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "Kan hodepinen min skyldes høyt blodtrykk?",
     "Hvordan blir jeg kvitt halsbrannen?",
     "Kan jeg få allergisk reaksjon på kontrasten?",
+    # a procedure beside a body feature or condition that can make it unsafe, in both languages
+    "Could my son get a CT if he has metal rods in his spine?",
+    "Can I still have the mammogram with breast implants?",
+    "kan jeg ta røntgen av tennene når jeg er gravid",
+    "Kan hun få MR med pacemaker?",
+    # "could my X be a condition" in bokmål
+    "Kan svimmelheten min være et tegn på lavt blodtrykk?",
+    "kan kulen i brystet være kreft",
+    "Kan utslettet til sønnen min være en allergi?",
 ])
 def test_clinical_patterns(text):
     assert RULES.check_clinical(fold(text)) is not None
@@ -96,6 +138,15 @@ def test_clinical_patterns(text):
     "Hvor mange timer kan jeg få om dagen?",
     # "is that ok" asks about a plan, not a finding
     "I'm going to be 15 minutes late, is that ok?",
+    # something done to a booking, not a finding
+    "Could my appointment be moved to Friday?",
+    "Could my follow-up be done over the phone?",
+    "Kan timen min være på mandag i stedet?",
+    "Kan kontrollen være digital?",
+    # a procedure beside a companion, a time or a referral
+    "Can I have an MRI with my husband in the room?",
+    "Can I get a scan if I have a referral from my GP?",
+    "Kan jeg ta MR med mannen min til stede?",
 ])
 def test_logistics_is_not_clinical_by_rule(text):
     assert RULES.check_clinical(fold(text)) is None

@@ -44,3 +44,33 @@ def test_detect_intents_skips_an_entry_and_keeps_the_next_one_of_the_same_intent
     first, second = hits[0][1], hits[1][1]
     assert (hits[0][0], first) in detect_intents(clause, lexicon)
     assert (hits[1][0], second) in detect_intents(clause, lexicon, frozenset({first}))
+
+
+def test_a_threshold_is_raised_while_the_recall_holds_and_stops_at_the_first_loss():
+    grid = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    recall = {0.1: 1.0, 0.2: 1.0, 0.3: 1.0, 0.4: 0.9, 0.5: 1.0, 0.6: 0.8}
+    # From 0.1 the recall holds to 0.3; 0.4 loses some, and 0.5 (back at 1.0) is not reached past it.
+    assert train._raised_at_same_recall(grid, 0.1, recall.__getitem__) == 0.3
+    assert train._raised_at_same_recall(grid, 0.6, recall.__getitem__) == 0.6
+
+
+def test_the_held_out_set_is_not_in_the_training_data():
+    from services.orchestrator.core.text import normalize
+    from services.orchestrator.understanding.bench import BOUNDARY_HELDOUT
+
+    def texts(path):
+        return {normalize(i.get("text") or " ".join(p["text"] for p in i["parts"])).lower()
+                for i in train.load_yaml_items(path)}
+
+    heldout = texts(BOUNDARY_HELDOUT)
+    assert len(heldout) >= 150
+    assert not heldout & texts(train.BOUNDARY_SET)
+    assert not heldout & texts(train.INTENT_SET)
+
+
+def test_topic_tags_of_boundary_authors_are_not_read_as_intent_labels():
+    items = [{"label": "logistics", "lang": "en", "tags": ["booking"], "text": "Can I book for Friday?"},
+             {"label": "logistics", "lang": "en", "tags": ["booking", "written-2026-12-06"],
+              "text": "Could my bloodwork be moved to an earlier slot?"}]
+    rows = train.intent_rows([], items)
+    assert rows == [("Can I book for Friday?", ("availability",), "en")]

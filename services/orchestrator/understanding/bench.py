@@ -29,7 +29,9 @@ from pathlib import Path
 from services.orchestrator.understanding.analysis import EMERGENCY, LOGISTICS, QuestionAnalyzer
 from services.orchestrator.understanding.encoder import QuestionEncoder
 from services.orchestrator.understanding.model import INTENTS, load_heads
-from services.orchestrator.understanding.train import BOUNDARY_SET, INTENT_SET, load_yaml_items
+from services.orchestrator.understanding.train import BOUNDARY_SET, DATA, INTENT_SET, load_yaml_items
+
+BOUNDARY_HELDOUT = DATA / "boundary_heldout.yaml"
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -224,12 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     test_boundary = [i for i in load_yaml_items(BOUNDARY_SET) if i["split"] == "test"]
     test_intents = [i for i in load_yaml_items(INTENT_SET) if i["split"] == "test"]
     boundary, misses = boundary_report(routed, test_boundary)
+    # Held-out text by an independent author, reported apart and without its misses (kept unseen).
+    heldout, _ = boundary_report(routed, load_yaml_items(BOUNDARY_HELDOUT))
     result = {
         "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()},
         "version": routed.version,
         "model": {"version": load_heads().version, "thresholds": vars(load_heads().boundary_thresholds)},
         "boundary_test_half": boundary,
+        "boundary_heldout_2026_12_06": {"source": BOUNDARY_HELDOUT.name, **heldout},
         "medquad": medquad_report(routed, args.medquad) if args.medquad.is_file() else {"missing": str(args.medquad)},
         "intents_test_half": intent_report(model_only, test_intents, routed),
         "route_cpu": cpu_report(routed.analyze, [i.get("text") or " ".join(p["text"] for p in i["parts"])
@@ -244,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{b['clinical_advice_recall']['value']} (to boundary {b['clinical_advice_to_boundary']['value']}), "
           f"logistics to boundary {b['logistics_to_boundary']['value']} "
           f"(en+nb {b['logistics_to_boundary_en_nb']['value']})")
+    h = result["boundary_heldout_2026_12_06"]["targets"]
+    print(f"boundary held-out 2026-12-06 (independent author, never tuned on): emergency recall "
+          f"{h['emergency_recall']['value']}, clinical recall {h['clinical_advice_recall']['value']} (to boundary "
+          f"{h['clinical_advice_to_boundary']['value']}), logistics to boundary {h['logistics_to_boundary']['value']}")
     if "clinical_to_boundary" in m:
         print(f"MedQuAD sample-1000: clinical qtypes to boundary {m['clinical_to_boundary']['value']}, "
               f"all qtypes {m['all_qtypes_to_boundary']['value']}")

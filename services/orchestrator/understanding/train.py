@@ -57,10 +57,13 @@ DATA = Path(__file__).resolve().parent / "data"
 BOUNDARY_SET = DATA / "boundary_labelled.yaml"
 INTENT_SET = DATA / "intent_labelled.yaml"
 MEDQUAD_TRAIN = DATA / "medquad_train.jsonl"
-MODEL_VERSION = "understanding-2026-12-05.2"
+MODEL_VERSION = "understanding-2026-12-06.1"
 # What a logistics question of the boundary set is about, from its tag (adds intent examples).
 TAG_INTENT = {"booking": "availability", "cancel": "cancellation_rescheduling", "arrival": "arrival_preparation",
               "other": "other", "provider": "provider_information"}
+# Boundary items whose tags are topics, not intent labels: their authors were briefed on the boundary
+# only and tagged rescheduling questions 'booking' ("could my bloodwork be moved to an earlier slot").
+TOPIC_TAGS_ONLY = frozenset({"written-2026-12-06", "written-2026-12-06b", "written-2026-12-06c"})
 # Out-of-fold share of the tune half's logistics questions the thresholds may send to the emergency
 # path / to any boundary (the issue's budget is 5% on the test half; this keeps a margin). The
 # emergency share was 1% until understanding-2026-12-04.2: on ~225 logistics questions that is two,
@@ -331,15 +334,34 @@ def choose_thresholds(observed: list[Observed], emergency_at_most: float = 1.0) 
     # A language's own emergency threshold never exceeds the one chosen over both: on one language's
     # ~75 logistics questions the 1% budget allows none, which would trade emergency recall away.
     t_e = min(t_e, emergency_at_most)
+    t_e = _raised_at_same_recall(grid, t_e, lambda t: question_metrics(observed, t, 0.999)["emergency_recall"])
+    t_e = min(t_e, emergency_at_most)
     t_b = min((t for t in grid if t >= 0.5 and question_metrics(observed, t_e, t)["logistics_to_boundary"]
                <= LOGISTICS_BUDGET), default=grid[-1])
+    t_b = _raised_at_same_recall(grid, t_b, lambda t: question_metrics(observed, t_e, t)["clinical_recall"])
     return t_e, t_b, question_metrics(observed, t_e, t_b)
+
+
+def _raised_at_same_recall(grid: list[float], lowest: float, recall) -> float:
+    """The highest threshold from `lowest` up whose out-of-fold recall is still the recall at `lowest`:
+    the budget's lowest threshold buys recall, and where raising it loses none, a routine question
+    read near that threshold ("what happens if I don't show up" at p(emergency) 0.16) should not pay
+    for it. Stops at the first step that loses recall."""
+    best = recall(lowest)
+    chosen = lowest
+    for t in (t for t in grid if t > lowest):
+        if recall(t) < best:
+            break
+        chosen = t
+    return chosen
 
 
 def intent_rows(intent_items: list[dict], boundary_items: list[dict]) -> list[tuple[str, tuple[str, ...], str]]:
     rows = [(normalize(i["text"]), tuple(i["intents"]), i["lang"]) for i in intent_items]
     for item in boundary_items:
         if item["label"] != "logistics":
+            continue
+        if TOPIC_TAGS_ONLY & set(item.get("tags", [])):
             continue
         tags = [TAG_INTENT[t] for t in item.get("tags", []) if t in TAG_INTENT]
         if len(tags) == 1:
