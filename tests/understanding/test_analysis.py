@@ -1,5 +1,6 @@
-"""The analyzer end to end on the shipped model: one encoder run per question, boundary per clause,
-intents per in-scope clause, the conservative fallback for unknown languages."""
+"""The analyzer end to end on the shipped model: one encoder run per question (two when the question
+has bokmål words the glossary reads), boundary per clause, intents per in-scope clause, the
+conservative fallback for unknown languages."""
 
 import pytest
 
@@ -85,7 +86,23 @@ def test_the_hidden_layer_over_nonzero_features_is_the_dense_product(analyzer):
 
     heads = load_heads()
     assert heads.intent_hidden_w is not None
-    vector = heads.vector(analyzer.encoder.encode("can I move my physio appointment to Friday?"))
+    vector = heads.vector(heads.read("kan jeg flytte fysioterapitimen til fredag?", analyzer.encoder.encode))
     hidden = np.maximum(vector @ heads.intent_hidden_w + heads.intent_hidden_b, 0.0)
     dense = 1.0 / (1.0 + np.exp(-(heads.intent_w @ hidden + heads.intent_b)))
     assert np.allclose(list(heads.intent_scores(vector).values()), dense, atol=1e-5)
+
+
+def test_a_bokmal_question_is_also_read_through_its_english_gloss(analyzer):
+    texts = []
+    encode = analyzer.encoder.encode
+
+    def counting(text):
+        texts.append(text)
+        return encode(text)
+
+    heads = load_heads()
+    english = heads.read("Where do I park for my scan?", counting)
+    assert texts == ["Where do I park for my scan?"]  # an English question is its own gloss: one run
+    assert english.gloss[0].gloss is None and english.gloss[0].text == english.text
+    bokmal = heads.read("Kan hodepinen min være farlig?", counting)
+    assert len(texts) == 3 and "headache" in texts[2] and bokmal.gloss[0].text == texts[2]

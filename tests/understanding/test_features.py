@@ -23,7 +23,7 @@ def test_ngram_buckets_are_fixed_values_not_salted_hashes():
     assert runs == {f"{features.ngram_buckets('Kan jeg avbestille timen?').tolist()}\n"}
     assert features.ngram_buckets("avbestille").tolist() == features.ngram_buckets("AVBESTILLE").tolist()
     # " avbestille ": 10 + 9 + 8 character 3-, 4- and 5-grams and one word; no bigram (one word).
-    assert len(features.ngram_buckets("avbestille")) <= 28
+    assert len(features.ngram_buckets("avbestille", gloss=False)) <= 28
     vector = features.ngram_vector("kan jeg avbestille timen")
     assert vector.shape == (features.NGRAM_DIM,)
     assert np.isclose(np.linalg.norm(vector), 1.0)
@@ -35,7 +35,7 @@ def test_ngram_buckets_are_fixed_values_not_salted_hashes():
 def test_the_shipped_model_records_the_feature_spec_the_code_computes():
     heads = load_heads()
     assert heads.feature_spec == features.FEATURE_SPEC
-    width = 2 * 384 + features.NGRAM_DIM
+    width = 4 * 384 + features.NGRAM_DIM
     assert features.WIDTHS[heads.feature_spec] == width
     for classes, out_w, hidden_w in ((3, heads.boundary_w, heads.boundary_hidden_w),
                                      (5, heads.intent_w, heads.intent_hidden_w)):
@@ -52,12 +52,15 @@ def test_the_max_view_keeps_one_strong_token_the_mean_dilutes():
     hidden[2, 1] = 9.0  # one token strong on dimension 1
     encoded = Encoded("ab cd ef", hidden, ((0, 0), (0, 2), (3, 5), (6, 8), (0, 0)),
                       (True, False, False, False, True))
-    vector = features.clause_vector(encoded)
+    vector = features.clause_vector(features.with_gloss(encoded, _must_not_encode))
     assert vector.shape == (features.WIDTHS[features.FEATURE_SPEC],)
     mean, top = vector[:384], vector[384:768]
     assert top[1] / top[0] > mean[1] / mean[0] > 1.0
     # The span of one token: its own values; the old spec has no max view.
-    assert np.allclose(features.clause_vector(encoded, 3, 5)[384:768], encoded.pool(3, 5))
+    assert np.allclose(features.clause_vector(features.with_gloss(encoded, _must_not_encode), 3, 5)[384:768],
+                       encoded.pool(3, 5))
+    with pytest.raises(ValueError, match="gloss"):
+        features.clause_vector(encoded)
     assert features.clause_vector(encoded, spec=features.MEAN_NGRAM_SPEC).shape == (384 + features.NGRAM_DIM,)
 
 
@@ -94,3 +97,51 @@ def test_a_model_file_of_another_feature_spec_or_width_is_refused():
                                   "w": encode_matrix(np.zeros((3, 384), dtype=np.float32))}}
     with pytest.raises(ValueError, match="do not fit"):
         heads_from_dict(narrow)
+
+
+def test_a_bokmal_word_shares_the_word_feature_of_its_english_gloss():
+    def word_bucket(word):
+        return int(features.zlib.crc32(("w" + word).encode("utf-8")) % features.NGRAM_DIM)
+
+    assert features.gloss_word("avbestille")
+    english = features.gloss_word("avbestille")[0]
+    assert word_bucket(english) in features.ngram_buckets("kan jeg avbestille timen")
+    assert word_bucket(english) not in features.ngram_buckets("kan jeg avbestille timen", gloss=False)
+    # an English clause gains nothing: its words are no glossary entries
+    assert features.ngram_buckets("can I cancel").tolist() == features.ngram_buckets("can I cancel", gloss=False).tolist()
+
+
+def test_a_compound_the_glossary_lacks_is_read_as_two_parts_it_has():
+    table = features.glossary()[1]
+    head, tail = "blodtrykk", "medisin"
+    assert head in table and tail in table and "blodtrykksmedisinen" not in table
+    assert features.gloss_word("blodtrykksmedisin") == table[head] + table[tail]
+    assert features.gloss_word("xqzvwk") == ()
+
+
+def _must_not_encode(text):
+    raise AssertionError(f"an English text needs no second encoder run: {text!r}")
+
+
+def test_the_gloss_replaces_glossary_words_and_maps_every_offset_into_it():
+    text = "Kan hodepinen min være farlig? Hvor er parkeringen"
+    gloss, mapping = features.gloss_text(text)
+    assert len(mapping) == len(text) + 1 and mapping[-1] == len(gloss)
+    assert list(mapping) == sorted(mapping)
+    second = text.index("Hvor")
+    first_gloss, second_gloss = gloss[mapping[0]:mapping[second]], gloss[mapping[second]:]
+    assert "headache" in first_gloss and "parking" not in first_gloss
+    assert "parking" in second_gloss and "headache" not in second_gloss
+    # an English text is its own gloss, and reading it costs no second encoder run
+    assert features.gloss_text("Can I park there?") == ("Can I park there?", tuple(range(18)))
+    hidden = np.zeros((3, 384), dtype=np.float32)
+    encoded = Encoded("Can", hidden, ((0, 0), (0, 3), (0, 0)), (True, False, True))
+    assert features.with_gloss(encoded, _must_not_encode).gloss[0] is encoded
+
+
+def test_the_feature_spec_names_the_glossary_it_was_computed_with():
+    digest, _ = features.glossary()
+    assert digest in features.FEATURE_SPEC
+    assert features.FEATURE_SPEC != features.MEAN_MAX_NGRAM_SPEC
+    # the gloss view adds the gloss's mean and max pooled vectors to the older spec's width
+    assert features.WIDTHS[features.FEATURE_SPEC] == features.WIDTHS[features.MEAN_MAX_NGRAM_SPEC] + 2 * 384

@@ -1,5 +1,6 @@
 """Question understanding in one pass (issue 14): language, clauses, the clinical boundary per clause
-and the intents per clause, from ONE encoder run over the normalized question.
+and the intents per clause, from ONE encoder run over the normalized question (and one over its English
+gloss when the glossary replaced a word of it: features.with_gloss).
 
 The boundary (recall first), per clause:
   1. the model: emergency when p(emergency) >= T_e; else clinical when p(emergency) + p(clinical) >= T_b
@@ -136,7 +137,7 @@ class QuestionAnalyzer:
         spans = clause_spans(text, clauses)
         guess = lang.identify(text)
         fallback = not guess.supported
-        encoded = self.encoder.encode(text)
+        encoded = self.heads.read(text, self.encoder.encode)
         t = self.heads.boundary_thresholds
         t_emergency, t_boundary = t.for_language(guess.code)
         results: list[ClauseAnalysis] = []

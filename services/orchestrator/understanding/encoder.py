@@ -73,6 +73,9 @@ class Encoded:
     hidden: np.ndarray  # (tokens, 384), special tokens included
     offsets: tuple[tuple[int, int], ...]
     special: tuple[bool, ...]
+    # The encoding of the text's English gloss and, per character offset of the text (and its end),
+    # the offset in the gloss (features.with_gloss); None until a gloss-reading model asks for it.
+    gloss: tuple[Encoded, tuple[int, ...]] | None = None
 
     def pool(self, start: int = 0, end: int | None = None) -> np.ndarray:
         """L2-normalised mean of the non-special tokens inside [start, end); the whole text's

@@ -11,12 +11,30 @@ Three views of the clause, concatenated:
     bokmål questions and for misspellings ("avbestile", "apointment") carry little; sub-word strings
     carry them. crc32 hashing (never Python's salted ``hash``) keeps the buckets the same across runs.
 
-A feature spec names the views, so a model file trained on one spec is never used with another."""
+  - ``glossview``: the encoder's token vectors of the question's English gloss (each bokmål word the
+    glossary has replaced by its English words, one more encoder run when the gloss differs from the
+    question), mean- and max-pooled over the clause's span mapped into the gloss, 768 dims: the
+    English MiniLM reads "kan hodepinen min være en hjernesvulst" as sub-word noise and "kan headache
+    min være en brain tumor" as a question about a tumour;
+  - ``gloss`` (in the n-gram view's buckets): each bokmål word of the clause also adds the English words
+    the versioned glossary (data/nb_en_gloss.tsv) gives for it, as word features of their own; a
+    compound the glossary lacks is split into two parts it has ("blodtrykksmedisin" -> blood pressure
+    + medicine). Word features are shared across languages, so what the heads learn from the English
+    questions (many) about "pain", "dose" or "safe" also reads the bokmål ones (few) that say
+    "vondt", "dose" or "trygt".
+
+A feature spec names the views (and the glossary's digest), so a model file trained on one spec is
+never used with another."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import re
 import zlib
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -25,16 +43,98 @@ from services.orchestrator.understanding.encoder import Encoded
 
 NGRAM_DIM = 1 << 13
 CHAR_NGRAMS = (3, 4, 5)
-FEATURE_SPEC = f"minilm-mean+max+ngram-c345-w12-{NGRAM_DIM}"
+GLOSS_FILE = Path(__file__).resolve().parent / "data" / "nb_en_gloss.tsv"
+#: The spec of understanding-2026-12-02.2 .. -12-06.1 (no glossary); still computed for such a file.
+MEAN_MAX_NGRAM_SPEC = f"minilm-mean+max+ngram-c345-w12-{NGRAM_DIM}"
 #: The spec of understanding-2026-12-02.1 (no max-pooled view); still computed for such a file.
 MEAN_NGRAM_SPEC = f"minilm-mean+ngram-c345-w12-{NGRAM_DIM}"
 MINILM_DIM = 384
-WIDTHS = {FEATURE_SPEC: 2 * MINILM_DIM + NGRAM_DIM, MEAN_NGRAM_SPEC: MINILM_DIM + NGRAM_DIM}
 _WORD = re.compile(r"\w+", re.UNICODE)
+# A compound is split only into parts this long, and a linking s or e may join them ("blodtrykksmedisin").
+_MIN_PART = 3
+_LINKS = ("", "s", "e")
 
 
-def ngram_buckets(text: str) -> np.ndarray:
-    """Sorted unique bucket indices of the clause's character and word n-grams."""
+@functools.lru_cache(maxsize=1)
+def glossary() -> tuple[str, dict[str, tuple[str, ...]]]:
+    """(digest, bokmål word -> English words) from GLOSS_FILE: word TAB English words."""
+    raw = GLOSS_FILE.read_bytes()
+    table: dict[str, tuple[str, ...]] = {}
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        word, sep, english = line.partition("\t")
+        if not sep or not word or " " in word or not english.split():
+            raise ValueError(f"{GLOSS_FILE.name} line {number}: expected 'word<TAB>english words'")
+        table[fold(word).lower()] = tuple(english.split())
+    return hashlib.sha256(raw).hexdigest()[:12], table
+
+
+def _gloss_spec() -> str:
+    return f"minilm-mean+max+ngram-c345-w12-gloss-{glossary()[0]}+glossview-mean+max-{NGRAM_DIM}"
+
+
+FEATURE_SPEC = _gloss_spec()
+WIDTHS = {FEATURE_SPEC: 4 * MINILM_DIM + NGRAM_DIM, MEAN_MAX_NGRAM_SPEC: 2 * MINILM_DIM + NGRAM_DIM,
+          MEAN_NGRAM_SPEC: MINILM_DIM + NGRAM_DIM}
+
+
+@functools.lru_cache(maxsize=65536)
+def gloss_word(word: str) -> tuple[str, ...]:
+    """The English words for one folded word: the glossary's entry, else the two parts of a compound
+    the glossary has (the longest first part), else none."""
+    table = glossary()[1]
+    if word in table:
+        return table[word]
+    for cut in range(len(word) - _MIN_PART, _MIN_PART - 1, -1):
+        head = word[:cut]
+        if head not in table:
+            continue
+        for link in _LINKS:
+            rest = word[cut:]
+            if rest.startswith(link) and len(rest) - len(link) >= _MIN_PART and rest[len(link):] in table:
+                return table[head] + table[rest[len(link):]]
+    return ()
+
+
+def gloss_text(text: str) -> tuple[str, tuple[int, ...]]:
+    """The text with each word the glossary has replaced by its English words, and for every
+    character offset of the text (and its end) the offset in the gloss: a clause's span maps to the
+    same words in the gloss (a replaced word's characters spread over its replacement)."""
+    out: list[str] = []
+    mapping = [0] * (len(text) + 1)
+    length = last = 0
+    for match in _WORD.finditer(text):
+        for k in range(last, match.start()):
+            mapping[k] = length + k - last
+        length += match.start() - last
+        out.append(text[last:match.start()])
+        english = gloss_word(fold(match.group()).lower())
+        word = " ".join(english) if english else match.group()
+        width = match.end() - match.start()
+        for k in range(match.start(), match.end()):
+            mapping[k] = length + (k - match.start()) * len(word) // width
+        length += len(word)
+        out.append(word)
+        last = match.end()
+    for k in range(last, len(text) + 1):
+        mapping[k] = length + k - last
+    out.append(text[last:])
+    return "".join(out), tuple(mapping)
+
+
+def with_gloss(encoded: Encoded, encode: Callable[[str], Encoded]) -> Encoded:
+    """`encoded` with its gloss reading attached: the gloss's own encoding (`encode`), or the
+    question's when no word was replaced (no second encoder run for an English question)."""
+    if encoded.gloss is not None:
+        return encoded
+    text, mapping = gloss_text(encoded.text)
+    return dataclasses.replace(encoded, gloss=(encoded if text == encoded.text else encode(text), mapping))
+
+
+def ngram_buckets(text: str, gloss: bool = True) -> np.ndarray:
+    """Sorted unique bucket indices of the clause's character and word n-grams, and (gloss) of the
+    English words its bokmål words gloss to."""
     padded = f" {fold(text).lower()} "
     buckets: set[int] = set()
     for n in CHAR_NGRAMS:
@@ -43,27 +143,36 @@ def ngram_buckets(text: str) -> np.ndarray:
     words = _WORD.findall(padded)
     for word in words:
         buckets.add(zlib.crc32(("w" + word).encode("utf-8")) % NGRAM_DIM)
+        if gloss:
+            for english in gloss_word(word):
+                buckets.add(zlib.crc32(("w" + english).encode("utf-8")) % NGRAM_DIM)
     for a, b in zip(words, words[1:], strict=False):
         buckets.add(zlib.crc32(("b" + a + " " + b).encode("utf-8")) % NGRAM_DIM)
     return np.fromiter(sorted(buckets), dtype=np.int64, count=len(buckets))
 
 
-def ngram_vector(text: str) -> np.ndarray:
+def ngram_vector(text: str, gloss: bool = True) -> np.ndarray:
     vector = np.zeros(NGRAM_DIM, dtype=np.float32)
-    buckets = ngram_buckets(text)
+    buckets = ngram_buckets(text, gloss)
     if len(buckets):
         vector[buckets] = 1.0 / np.sqrt(len(buckets))
     return vector
 
 
 def clause_vector(encoded: Encoded, start: int = 0, end: int | None = None, spec: str = FEATURE_SPEC) -> np.ndarray:
-    """[minilm mean over the span | minilm max over it | ngram of the span's text]: 768 + NGRAM_DIM
-    floats (MEAN_NGRAM_SPEC: without the max view)."""
+    """[minilm mean over the span | minilm max over it | ngram (+ gloss) of the span's text | minilm
+    mean and max over the span in the gloss]: 1536 + NGRAM_DIM floats (MEAN_MAX_NGRAM_SPEC: no gloss,
+    768 + NGRAM_DIM; MEAN_NGRAM_SPEC: no max view either)."""
     end = len(encoded.text) if end is None else end
-    views = [encoded.pool(start, end)]
-    if spec == FEATURE_SPEC:
-        views.append(encoded.pool_max(start, end))
-    elif spec != MEAN_NGRAM_SPEC:
+    if spec not in WIDTHS:
         raise ValueError(f"feature spec {spec!r} is not one this code computes")
-    views.append(ngram_vector(encoded.text[start:end]))
+    views = [encoded.pool(start, end)]
+    if spec != MEAN_NGRAM_SPEC:
+        views.append(encoded.pool_max(start, end))
+    views.append(ngram_vector(encoded.text[start:end], gloss=spec == FEATURE_SPEC))
+    if spec == FEATURE_SPEC:
+        if encoded.gloss is None:
+            raise ValueError("this feature spec reads the question's gloss: encode it with features.with_gloss")
+        glossed, mapping = encoded.gloss
+        views += [glossed.pool(mapping[start], mapping[end]), glossed.pool_max(mapping[start], mapping[end])]
     return np.concatenate(views)

@@ -15,6 +15,7 @@ import base64
 import dataclasses
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ BOUNDARY_CLASSES = ("emergency", "clinical", "logistics")
 INTENTS = ("availability", "arrival_preparation", "cancellation_rescheduling", "provider_information", "other")
 #: The feature spec of a model file that names none: the encoder's mean-pooled clause vector.
 MINILM_MEAN = "minilm-mean"
-FEATURE_SPECS = (MINILM_MEAN, features.MEAN_NGRAM_SPEC, features.FEATURE_SPEC)
+FEATURE_SPECS = (MINILM_MEAN, features.MEAN_NGRAM_SPEC, features.MEAN_MAX_NGRAM_SPEC, features.FEATURE_SPEC)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +77,12 @@ class Heads:
     # questions often enough to measure and named a wrong intent too often ("bring" in "bring my
     # appointment forward", "dr" in "is Dr. Chen free on the 9th").
     lexicon_untrusted: frozenset[str] = frozenset()
+
+    def read(self, text: str, encode: Callable[[str], Encoded]) -> Encoded:
+        """The question encoded as this model's features need it (with its gloss's encoding when
+        the spec reads the gloss)."""
+        encoded = encode(text)
+        return features.with_gloss(encoded, encode) if self.feature_spec == features.FEATURE_SPEC else encoded
 
     def vector(self, encoded: Encoded, start: int = 0, end: int | None = None) -> np.ndarray:
         """The clause's feature vector under this model's feature spec."""

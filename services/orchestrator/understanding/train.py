@@ -49,7 +49,7 @@ from services.orchestrator.core.router import lexicon_hits, load_lexicon
 from services.orchestrator.core.text import fold, normalize, split_clauses
 from services.orchestrator.understanding.analysis import clause_spans, decide_intents
 from services.orchestrator.understanding.encoder import Encoded, QuestionEncoder
-from services.orchestrator.understanding.features import FEATURE_SPEC, clause_vector
+from services.orchestrator.understanding.features import FEATURE_SPEC, clause_vector, with_gloss
 from services.orchestrator.understanding.model import BOUNDARY_CLASSES, INTENTS, MODEL_FILE, encode_matrix
 from services.orchestrator.understanding.rules import load_rules
 
@@ -57,7 +57,7 @@ DATA = Path(__file__).resolve().parent / "data"
 BOUNDARY_SET = DATA / "boundary_labelled.yaml"
 INTENT_SET = DATA / "intent_labelled.yaml"
 MEDQUAD_TRAIN = DATA / "medquad_train.jsonl"
-MODEL_VERSION = "understanding-2026-12-06.1"
+MODEL_VERSION = "understanding-2026-12-06.2"
 # What a logistics question of the boundary set is about, from its tag (adds intent examples).
 TAG_INTENT = {"booking": "availability", "cancel": "cancellation_rescheduling", "arrival": "arrival_preparation",
               "other": "other", "provider": "provider_information"}
@@ -477,10 +477,18 @@ def main(argv: list[str] | None = None) -> int:
     encodings: dict[str, Encoded] = _load_cache(args.features_cache, encoder.model_id)
     everything = tune + extra + logistics_extra
     print(f"encoding {len(everything)} texts ...", file=sys.stderr)
+
+    def encode_cached(text: str) -> Encoded:
+        if text not in encodings:
+            encodings[text] = encoder.encode(text)
+        return encodings[text]
+
+    # Each text as the heads read it: its encoding with its gloss's (features.with_gloss).
+    readings: dict[str, Encoded] = {}
     for ex in everything:
-        if ex.text not in encodings:
-            encodings[ex.text] = encoder.encode(ex.text)
-        ex.encoded = encodings[ex.text]
+        if ex.text not in readings:
+            readings[ex.text] = with_gloss(encode_cached(ex.text), encode_cached)
+        ex.encoded = readings[ex.text]
     _save_cache(args.features_cache, encodings, encoder.model_id)
 
     # Out-of-fold predictions on the tune half for the thresholds.
@@ -505,14 +513,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # Intents: the lexicon gate and the thresholds out of fold as well.
     lexicon = load_lexicon()
-    questions = [intent_question(text, intents, i % FOLDS, encodings[text], lexicon)
+    questions = [intent_question(text, intents, i % FOLDS, readings[text], lexicon)
                  for i, (text, intents, _) in enumerate(intents_rows)]
     evaluated = questions[:len(intent_items)]  # the intent set's questions (not the boundary set's)
     fold_gates = []
     for fold_index in range(FOLDS):
         train_rows = [r for i, r in enumerate(intents_rows) if i % FOLDS != fold_index]
         table = lexicon_precision([q for q in questions if q.fold != fold_index])
-        fold_gates.append((train_intents(*intent_matrix(train_rows, encodings)), frozenset(untrusted_entries(table))))
+        fold_gates.append((train_intents(*intent_matrix(train_rows, readings)), frozenset(untrusted_entries(table))))
     best = (-1.0, 0.5, 0.2)
     for accept in (0.5, 0.6, 0.7, 0.8, 0.9):
         for other_below in (0.05, 0.1, 0.2, 0.3, 0.4):
@@ -527,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     # Final heads on everything.
     x, y, sw = boundary_matrix(tune + extra + logistics_extra)
     boundary_head = train_boundary(x, y, sw)
-    intent_head = train_intents(*intent_matrix(intents_rows, encodings))
+    intent_head = train_intents(*intent_matrix(intents_rows, readings))
     model = {
         "version": MODEL_VERSION,
         "trained_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
