@@ -812,7 +812,10 @@ def test_chain_status_is_per_tenant_and_a_record_edited_behind_the_services_back
     import sqlite3
 
     trace_dir = tmp_path / "trace"
-    trace = console_stack.start_service("trace", trace_dir, database_url=f"sqlite:///{trace_dir / 'trace.db'}",
+    # Its own data dir too: the signed checkpoints and the signing key live there, not in the
+    # repository's default .citetrace/ where another run's checkpoint of the same tenant would be read.
+    trace = console_stack.start_service("trace", trace_dir, service_data_dir=trace_dir,
+                                        database_url=f"sqlite:///{trace_dir / 'trace.db'}",
                                         retrieval_target=console_stack.target("retrieval"))
     orchestrator = console_stack.start_service("orchestrator", tmp_path / "orch", trace_target=trace,
                                                trace_delivery="direct", **ORCHESTRATOR_LOAD_TOLERANT)
