@@ -145,3 +145,13 @@ def test_the_feature_spec_names_the_glossary_it_was_computed_with():
     assert features.FEATURE_SPEC != features.MEAN_MAX_NGRAM_SPEC
     # the gloss view adds the gloss's mean and max pooled vectors to the older spec's width
     assert features.WIDTHS[features.FEATURE_SPEC] == features.WIDTHS[features.MEAN_MAX_NGRAM_SPEC] + 2 * 384
+
+
+def test_a_bokmal_word_that_is_also_english_is_glossed_only_in_a_bokmal_question():
+    only = features.bokmal_only_glossary()
+    assert only["min"] and only["i"] and "min" not in features.glossary()[1]
+    assert features.gloss_word("min") == ()  # the word features never gloss it
+    bokmal, _ = features.gloss_text("Kan hodepinen min være farlig?")
+    assert " my " in f" {bokmal} "
+    english = "Is it fine to wait 5 min in the car?"
+    assert features.gloss_text(english)[0] == english

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from citetrace import language
 
 from services.orchestrator.core.text import fold
 from services.orchestrator.understanding.encoder import Encoded
@@ -57,17 +58,30 @@ _LINKS = ("", "s", "e")
 
 @functools.lru_cache(maxsize=1)
 def glossary() -> tuple[str, dict[str, tuple[str, ...]]]:
-    """(digest, bokmål word -> English words) from GLOSS_FILE: word TAB English words."""
+    """(digest, bokmål word -> English words) from GLOSS_FILE: word TAB English words (the words
+    marked 'nb' are in bokmal_only_glossary, not here)."""
+    return _read_glossary()[0], _read_glossary()[1]
+
+
+def bokmal_only_glossary() -> dict[str, tuple[str, ...]]:
+    """Words that are English words too ("i", "at", "min"): glossed only in a bokmål question's gloss."""
+    return _read_glossary()[2]
+
+
+@functools.lru_cache(maxsize=1)
+def _read_glossary() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
     raw = GLOSS_FILE.read_bytes()
     table: dict[str, tuple[str, ...]] = {}
+    bokmal_only: dict[str, tuple[str, ...]] = {}
     for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
-        word, sep, english = line.partition("\t")
-        if not sep or not word or " " in word or not english.split():
-            raise ValueError(f"{GLOSS_FILE.name} line {number}: expected 'word<TAB>english words'")
-        table[fold(word).lower()] = tuple(english.split())
-    return hashlib.sha256(raw).hexdigest()[:12], table
+        fields = line.split("\t")
+        word = fields[0]
+        if len(fields) not in (2, 3) or not word or " " in word or not fields[1].split() or fields[2:] not in ([], ["nb"]):
+            raise ValueError(f"{GLOSS_FILE.name} line {number}: expected 'word<TAB>english words[<TAB>nb]'")
+        (bokmal_only if fields[2:] else table)[fold(word).lower()] = tuple(fields[1].split())
+    return hashlib.sha256(raw).hexdigest()[:12], table, bokmal_only
 
 
 def _gloss_spec() -> str:
@@ -98,9 +112,11 @@ def gloss_word(word: str) -> tuple[str, ...]:
 
 
 def gloss_text(text: str) -> tuple[str, tuple[int, ...]]:
-    """The text with each word the glossary has replaced by its English words, and for every
-    character offset of the text (and its end) the offset in the gloss: a clause's span maps to the
-    same words in the gloss (a replaced word's characters spread over its replacement)."""
+    """The text with each word the glossary has replaced by its English words (also the bokmål-only
+    ones when the identifier reads the text as bokmål), and for every character offset of the text
+    (and its end) the offset in the gloss: a clause's span maps to the same words in the gloss (a
+    replaced word's characters spread over its replacement)."""
+    bokmal_only = bokmal_only_glossary() if language.identify(text).code == "nb" else {}
     out: list[str] = []
     mapping = [0] * (len(text) + 1)
     length = last = 0
@@ -109,7 +125,8 @@ def gloss_text(text: str) -> tuple[str, tuple[int, ...]]:
             mapping[k] = length + k - last
         length += match.start() - last
         out.append(text[last:match.start()])
-        english = gloss_word(fold(match.group()).lower())
+        folded = fold(match.group()).lower()
+        english = bokmal_only.get(folded) or gloss_word(folded)
         word = " ".join(english) if english else match.group()
         width = match.end() - match.start()
         for k in range(match.start(), match.end()):
