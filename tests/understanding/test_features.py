@@ -155,3 +155,6 @@ def test_a_bokmal_word_that_is_also_english_is_glossed_only_in_a_bokmal_question
     assert " my " in f" {bokmal} "
     english = "Is it fine to wait 5 min in the car?"
     assert features.gloss_text(english)[0] == english
+    # the caller's language reading decides, when it has one (the analyzer passes its own)
+    assert features.gloss_text("5 min", "nb")[0] == "5 my"
+    assert features.gloss_text("Kan hodepinen min være farlig?", "en")[0].split()[2] == "min"

@@ -137,7 +137,7 @@ class QuestionAnalyzer:
         spans = clause_spans(text, clauses)
         guess = lang.identify(text)
         fallback = not guess.supported
-        encoded = self.heads.read(text, self.encoder.encode)
+        encoded = self.heads.read(text, self.encoder.encode, guess.code)
         t = self.heads.boundary_thresholds
         t_emergency, t_boundary = t.for_language(guess.code)
         results: list[ClauseAnalysis] = []

@@ -14,8 +14,8 @@ Three views of the clause, concatenated:
   - ``glossview``: the encoder's token vectors of the question's English gloss (each bokmål word the
     glossary has replaced by its English words, one more encoder run when the gloss differs from the
     question), mean- and max-pooled over the clause's span mapped into the gloss, 768 dims: the
-    English MiniLM reads "kan hodepinen min være en hjernesvulst" as sub-word noise and "kan headache
-    min være en brain tumor" as a question about a tumour;
+    English MiniLM reads "kan hodepinen min være en hjernesvulst" as sub-word noise and "can headache
+    my be a one brain tumor" as a question about a tumour;
   - ``gloss`` (in the n-gram view's buckets): each bokmål word of the clause also adds the English words
     the versioned glossary (data/nb_en_gloss.tsv) gives for it, as word features of their own; a
     compound the glossary lacks is split into two parts it has ("blodtrykksmedisin" -> blood pressure
@@ -56,11 +56,11 @@ _MIN_PART = 3
 _LINKS = ("", "s", "e")
 
 
-@functools.lru_cache(maxsize=1)
 def glossary() -> tuple[str, dict[str, tuple[str, ...]]]:
     """(digest, bokmål word -> English words) from GLOSS_FILE: word TAB English words (the words
     marked 'nb' are in bokmal_only_glossary, not here)."""
-    return _read_glossary()[0], _read_glossary()[1]
+    digest, table, _ = _read_glossary()
+    return digest, table
 
 
 def bokmal_only_glossary() -> dict[str, tuple[str, ...]]:
@@ -111,12 +111,14 @@ def gloss_word(word: str) -> tuple[str, ...]:
     return ()
 
 
-def gloss_text(text: str) -> tuple[str, tuple[int, ...]]:
+def gloss_text(text: str, language_code: str | None = None) -> tuple[str, tuple[int, ...]]:
     """The text with each word the glossary has replaced by its English words (also the bokmål-only
-    ones when the identifier reads the text as bokmål), and for every character offset of the text
-    (and its end) the offset in the gloss: a clause's span maps to the same words in the gloss (a
-    replaced word's characters spread over its replacement)."""
-    bokmal_only = bokmal_only_glossary() if language.identify(text).code == "nb" else {}
+    ones when the text is bokmål: `language_code`, the identifier's reading of it, computed here when
+    the caller has none), and for every character offset of the text (and its end) the offset in the
+    gloss: a clause's span maps to the same words in the gloss (a replaced word's characters spread
+    over its replacement)."""
+    code = language.identify(text).code if language_code is None else language_code
+    bokmal_only = bokmal_only_glossary() if code == "nb" else {}
     out: list[str] = []
     mapping = [0] * (len(text) + 1)
     length = last = 0
@@ -140,12 +142,12 @@ def gloss_text(text: str) -> tuple[str, tuple[int, ...]]:
     return "".join(out), tuple(mapping)
 
 
-def with_gloss(encoded: Encoded, encode: Callable[[str], Encoded]) -> Encoded:
+def with_gloss(encoded: Encoded, encode: Callable[[str], Encoded], language_code: str | None = None) -> Encoded:
     """`encoded` with its gloss reading attached: the gloss's own encoding (`encode`), or the
     question's when no word was replaced (no second encoder run for an English question)."""
     if encoded.gloss is not None:
         return encoded
-    text, mapping = gloss_text(encoded.text)
+    text, mapping = gloss_text(encoded.text, language_code)
     return dataclasses.replace(encoded, gloss=(encoded if text == encoded.text else encode(text), mapping))
 
 

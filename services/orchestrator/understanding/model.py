@@ -78,11 +78,13 @@ class Heads:
     # appointment forward", "dr" in "is Dr. Chen free on the 9th").
     lexicon_untrusted: frozenset[str] = frozenset()
 
-    def read(self, text: str, encode: Callable[[str], Encoded]) -> Encoded:
+    def read(self, text: str, encode: Callable[[str], Encoded], language_code: str | None = None) -> Encoded:
         """The question encoded as this model's features need it (with its gloss's encoding when
-        the spec reads the gloss)."""
+        the spec reads the gloss; `language_code`: the identifier's reading, when the caller has it)."""
         encoded = encode(text)
-        return features.with_gloss(encoded, encode) if self.feature_spec == features.FEATURE_SPEC else encoded
+        if self.feature_spec != features.FEATURE_SPEC:
+            return encoded
+        return features.with_gloss(encoded, encode, language_code)
 
     def vector(self, encoded: Encoded, start: int = 0, end: int | None = None) -> np.ndarray:
         """The clause's feature vector under this model's feature spec."""
