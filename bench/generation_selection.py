@@ -2,8 +2,8 @@
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/generation_selection.py [--json bench/results/generation-selection.json]
 
-Each question of tests/relevance/relevance_labelled.yaml (odd numbers the tune half, even the test
-half) is given its labelled passages (relevant and hard irrelevant ones of the same tenant, in a
+Each question of the relevance labelled set (tests/relevance/: relevance_labelled.yaml's odd numbers and
+tune/ the tune half, its even numbers the test half, heldout/ the held-out set) is given its labelled passages (relevant and hard irrelevant ones of the same tenant, in a
 fixed shuffled order, as a search would offer them); the lead claim the generator shows is from a
 relevant passage (right), from an irrelevant one (wrong), or there is none (abstained): words alone
 (extractive-v1) beside words and meaning (extractive-v2-semantic). The passages are offered as
@@ -32,7 +32,7 @@ from services.retrieval.train_relevance import labelled_pairs  # noqa: E402
 
 def questions() -> list[dict]:
     grouped: dict[str, dict] = {}
-    for pair in labelled_pairs():
+    for pair in labelled_pairs(("tune", "test", "heldout")):
         q = grouped.setdefault(pair["question_id"], {"id": pair["question_id"], "question": pair["question"],
                                                      "split": pair["split"], "passages": []})
         q["passages"].append(pair)
@@ -50,18 +50,27 @@ def offered(q: dict) -> tuple[OfferedPassage, ...]:
 
 def lead_outcomes(backend: ExtractiveBackend, items: list[dict]) -> dict:
     right = wrong = abstained = 0
+    unanswerable = unanswerable_abstained = 0
     for q in items:
         passages = offered(q)
         generated = backend.generate(GenerationRequest(q["question"], "OTHER", passages))
+        answerable = any(p["label"] == 1 for p in q["passages"])
+        unanswerable += not answerable
         if not generated.claims:
             abstained += 1
+            unanswerable_abstained += not answerable
             continue
         label = generated.claims[0].evidence_labels[0]
         relevant = q["passages"][int(label[1:]) - 1]["label"] == 1
         right += relevant
         wrong += not relevant
+    answerable_total = len(items) - unanswerable
     return {"questions": len(items), "lead_relevant": right, "lead_irrelevant": wrong, "abstained": abstained,
-            "precision": round(right / (right + wrong), 3) if right + wrong else None}
+            "precision": round(right / (right + wrong), 3) if right + wrong else None,
+            # the same split by the label: an answerable question should lead with a relevant passage, an
+            # unanswerable one (nothing offered answers it) should abstain
+            "answerable_lead_relevant": f"{right}/{answerable_total}",
+            "unanswerable_abstained": f"{unanswerable_abstained}/{unanswerable}"}
 
 
 def main() -> int:
@@ -71,10 +80,10 @@ def main() -> int:
     similarity = EmbeddedUnitSimilarity()
     similarity.warm_up()
     items = questions()
-    result = {"benchmark": "extractive lead claim on tests/relevance/relevance_labelled.yaml",
+    result = {"benchmark": "extractive lead claim on the relevance labelled set (tests/relevance/)",
               "command": "bench/generation_selection.py", "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "semantic_lead": SEMANTIC_LEAD, "halves": {}}
-    for split in ("tune", "test"):
+    for split in ("tune", "test", "heldout"):
         half = [q for q in items if q["split"] == split]
         result["halves"][split] = {
             "words_alone": lead_outcomes(ExtractiveBackend(), half),

@@ -26,7 +26,8 @@ ingest-samples: setup
 	$(CITETRACE) ingest deploy/samples/corpus
 
 # Relevance (issue 15): the question-passage model of services/retrieval/relevance.py on the labelled set
-# tests/relevance/relevance_labelled.yaml (tune = odd ids, test = even ids). bench-relevance evaluates the
+# tests/relevance/relevance_labelled.yaml (tune = odd ids, test = even ids), tests/relevance/tune/ (tune) and
+# tests/relevance/heldout/ (reported only). bench-relevance evaluates the
 # shipped weights; train-relevance refits them (model/relevance.json) and reports the held-out half.
 .PHONY: bench-relevance train-relevance
 bench-relevance: setup

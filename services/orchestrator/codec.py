@@ -141,7 +141,7 @@ def settings_from_pb(reply: ret_pb.SearchResponse) -> m.RetrievalSettings | None
         embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.domain(s.mode), filters=filters,
         rerank_backend=s.rerank_backend, rerank_model=s.rerank_model, rerank_depth=s.rerank_depth,
         rerank_ms=s.rerank_ms, rerank_fallback=s.rerank_fallback, relevance_model=s.relevance_model,
-        relevance_threshold=s.relevance_threshold)
+        relevance_threshold=s.relevance_threshold, relevance_best_threshold=s.relevance_best_threshold)
 
 
 def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
@@ -151,7 +151,7 @@ def settings_pb(s: m.RetrievalSettings) -> ret_pb.RetrievalSettings:
         embedding_model_id=s.embedding_model_id, mode=SEARCH_MODE.pb(s.mode), rerank_backend=s.rerank_backend,
         rerank_model=s.rerank_model, rerank_depth=s.rerank_depth, rerank_ms=s.rerank_ms,
         rerank_fallback=s.rerank_fallback, relevance_model=s.relevance_model,
-        relevance_threshold=s.relevance_threshold)
+        relevance_threshold=s.relevance_threshold, relevance_best_threshold=s.relevance_best_threshold)
     if s.filters is not None:
         f = s.filters
         out.filters.CopyFrom(ret_pb.AppliedFilters(

@@ -149,6 +149,7 @@ class RerankInfo:
     fallback: bool = False
     relevance_model: str = ""
     relevance_threshold: float = 0.0
+    relevance_best_threshold: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -806,7 +807,8 @@ class RetrievalCore:
         """The rerank stage (after fusion, before any context budget) and the relevance of every hit."""
         candidates = [(h.text, f"{h.version.title} {h.passage.heading_context}".strip()) for h in hits]
         info = RerankInfo(relevance_model=self.relevance.version if self.relevance else "",
-                          relevance_threshold=self.relevance.threshold if self.relevance else 0.0)
+                          relevance_threshold=self.relevance.threshold if self.relevance else 0.0,
+                          relevance_best_threshold=self.relevance.best_threshold if self.relevance else 0.0)
         if self.reranker.name != "none" and hits:
             started = time.perf_counter()
             with stage(SERVICE, "retrieval.rerank", backend=self.reranker.name, candidates=len(hits)) as span:
@@ -821,10 +823,10 @@ class RetrievalCore:
         hits = hits[:k]
         if self.relevance is not None and hits:
             with stage(SERVICE, "retrieval.relevance", hits=len(hits)):
-                scores = self.relevance.score(query, [(h.text, f"{h.version.title} {h.passage.heading_context}"
+                judged = self.relevance.judge(query, [(h.text, f"{h.version.title} {h.passage.heading_context}"
                                                        .strip()) for h in hits])
-            hits = [dataclasses.replace(h, relevance=s, relevant=s >= self.relevance.threshold)
-                    for h, s in zip(hits, scores, strict=True)]
+            hits = [dataclasses.replace(h, relevance=s, relevant=relevant)
+                    for h, (s, relevant) in zip(hits, judged, strict=True)]
         return [dataclasses.replace(h, label=f"S{i}") for i, h in enumerate(hits, start=1)], info
 
     def _candidate_lists(self, text: str, vector, scope: ScopeFilter, fusion: FusionSettings):

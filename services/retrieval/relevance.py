@@ -16,8 +16,10 @@ Features (all from the shipped embedding model and the question's own words):
   coverage by the passage (text, title, heading path) and semantic coverage, each key term aligned
   to its most similar contextual token of the passage (last_hidden_state max-sim), the weakest one
   and the IDF-weighted share of poorly aligned terms ("walk in" has nothing in an arrival rule);
-combined by a logistic model learned on tests/relevance/relevance_labelled.yaml (tune half), with
-the threshold of a stated operating point (train_relevance.py). Weights: model/relevance.json.
+and whether the passage is the best of the candidates by the similarity and by the coverage;
+combined by a logistic model learned on the tune half of tests/relevance/relevance_labelled.yaml and
+the independent authors' tests/relevance/tune/, with the threshold of a stated operating point
+(train_relevance.py; tests/relevance/heldout/ is only reported). Weights: model/relevance.json.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_WEIGHTS = HERE / "model" / "relevance.json"
 
 FEATURES = ("cos_passage", "cos_sentence", "cos_heading", "lex_cov", "sem_cov", "sem_min", "weak_share",
-            "key_terms_log", "fused_lex_cov", "heading_cov", "rel_cos_sentence", "rel_cos_passage", "rel_fused_cov")
+            "key_terms_log", "fused_lex_cov", "heading_cov", "rel_cos_sentence", "rel_cos_passage", "rel_fused_cov",
+            "top_cos_sentence", "top_fused_cov", "top_cos_passage")
 
 # Words that say what KIND of question it is or how it is asked, never what it is about.
 QUESTION_WORDS = frozenset(["what", "when", "where", "which", "who", "whom", "whose", "why", "how", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "do", "does", "did", "is", "are", "am", "was", "were", "be", "i", "i'm", "im", "me", "my", "mine", "we", "us", "our", "you", "your", "please", "tell", "know", "want", "like", "need", "any", "anything", "something", "there", "here", "just", "still", "ok", "okay", "hi", "hello", "thanks", "thank", "get", "go", "going", "come", "coming", "also", "really"])
@@ -61,6 +64,7 @@ class RelevanceWeights:
             self.coef = np.array(data["coef"], dtype=np.float64)
             self.intercept = float(data["intercept"])
             self.threshold = float(data["threshold"])
+            self.best_threshold = float(data["best_threshold"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"relevance weights {path}: {exc}") from exc
         if features != FEATURES:
@@ -68,6 +72,8 @@ class RelevanceWeights:
                              "retrain (make train-relevance)")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"relevance weights {path}: threshold must be in [0, 1]")
+        if not 0.0 <= self.best_threshold <= self.threshold:
+            raise ValueError(f"relevance weights {path}: best_threshold must be in [0, threshold]")
 
     def probability(self, x: np.ndarray) -> float:
         z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
@@ -116,6 +122,10 @@ class RelevanceModel:
     @property
     def threshold(self) -> float:
         return self.weights.threshold
+
+    @property
+    def best_threshold(self) -> float:
+        return self.weights.best_threshold
 
     def warm_up(self) -> None:
         self.embedder.warm_up()
@@ -177,8 +187,24 @@ class RelevanceModel:
             top = max(r[base] for r in rows)
             for r in rows:
                 r[name] = r[base] - top
+        # Whether it is THE best candidate by each signal (ties: the first in rank order): the answer is
+        # usually one passage, and which one beats a margin that varies with the question's wording.
+        for name, base in (("top_cos_sentence", "cos_sentence"), ("top_fused_cov", "fused_lex_cov"),
+                           ("top_cos_passage", "cos_passage")):
+            best = max(range(len(rows)), key=lambda i: (rows[i][base], -i))
+            for i, r in enumerate(rows):
+                r[name] = 1.0 if i == best else 0.0
         return rows
 
     def score(self, question: str, passages: list[tuple[str, str]]) -> list[float]:
         return [round(self.weights.probability(np.array([f[n] for n in FEATURES])), 4)
                 for f in self.features(question, passages)]
+
+    def judge(self, question: str, passages: list[tuple[str, str]]) -> list[tuple[float, bool]]:
+        """(probability, relevant) per passage. Relevant: at the pair operating point (precision first),
+        or the best passage of the search at the recall-first floor — a question usually has one answer
+        among the candidates, so the best of them needs less proof than any other (train_relevance.py)."""
+        scores = self.score(question, passages)
+        best = max(range(len(scores)), key=lambda i: (scores[i], -i), default=-1)
+        return [(s, s >= self.threshold or (i == best and s >= self.best_threshold))
+                for i, s in enumerate(scores)]

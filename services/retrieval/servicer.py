@@ -212,6 +212,7 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
         rerank_backend=result.rerank.backend, rerank_model=result.rerank.model, rerank_depth=result.rerank.depth,
         rerank_ms=result.rerank.ms, rerank_fallback=result.rerank.fallback,
         relevance_model=result.rerank.relevance_model, relevance_threshold=result.rerank.relevance_threshold,
+        relevance_best_threshold=result.rerank.relevance_best_threshold,
     )
     return pb.SearchResponse(
         hits=[pb.SearchHit(label=h.label, passage=passage_to_proto(h.passage, h.text, h.version),

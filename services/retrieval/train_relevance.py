@@ -4,13 +4,17 @@ model/relevance.json; reports the held-out half.
     python -m services.retrieval.train_relevance [--report-only] [--json bench/results/relevance.json]
     make train-relevance / make bench-relevance
 
-Data: tests/relevance/relevance_labelled.yaml (written before tuning). Passages are resolved with the
-retrieval chunker over deploy/samples/corpus (approved versions only). Tune = odd question ids, test
-= even ones; the model and its threshold see only the tune half.
+Data: tests/relevance/relevance_labelled.yaml (written before tuning; tune = odd question ids, test =
+even ones), tests/relevance/tune/*.yaml (written by authors who saw neither the code nor the labelled
+set; tune only) and tests/relevance/heldout/*.yaml (written the same way, never trained on, never used
+for a threshold: only reported). Corpus passages are resolved with the retrieval chunker over
+deploy/samples/corpus (approved versions only); an independent author's new documents are in the file.
 
-Operating point (tune half, 5-fold out-of-fold by question): the highest-recall threshold whose
-precision is >= TARGET_PRECISION (a relevant passage wrongly dropped costs an abstention, an
-irrelevant one kept costs a wrong answer: precision first).
+Operating points (tune half, 5-fold out-of-fold by question): `threshold`, the highest-recall one whose
+pair precision is >= TARGET_PRECISION (a relevant passage wrongly dropped costs an abstention, an
+irrelevant one kept costs a wrong answer: precision first); `best_threshold`, the floor at which the
+best candidate of a search counts as relevant, the highest that keeps GATE_RECALL of the answerable
+questions going (a part with no relevant candidate abstains: recall first).
 """
 
 from __future__ import annotations
@@ -29,8 +33,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 LABELLED = ROOT / "tests" / "relevance" / "relevance_labelled.yaml"
 CORPUS = ROOT / "deploy" / "samples" / "corpus"
+TUNE_DIR = ROOT / "tests" / "relevance" / "tune"
+HELDOUT_DIR = ROOT / "tests" / "relevance" / "heldout"
 WEIGHTS = HERE / "model" / "relevance.json"
 TARGET_PRECISION = 0.90
+GATE_RECALL = 0.95
 C = 1.0
 
 
@@ -51,28 +58,50 @@ def corpus_passages() -> list[dict]:
     return out
 
 
-def labelled_pairs() -> list[dict]:
-    data = yaml.safe_load(LABELLED.read_text(encoding="utf-8"))
+def _split_of(question_id: str, file_split: str | None) -> str:
+    if file_split:
+        return file_split
+    return "tune" if int(question_id.lstrip("q")) % 2 == 1 else "test"
+
+
+def labelled_files() -> list[tuple[Path, str | None]]:
+    """(file, split): the original set split by question id parity, the independent authors' files
+    whole: tune/ trains, heldout/ is only ever reported."""
+    return ([(LABELLED, None)] + [(path, "tune") for path in sorted(TUNE_DIR.glob("*.yaml"))]
+            + [(path, "heldout") for path in sorted(HELDOUT_DIR.glob("*.yaml"))])
+
+
+def labelled_pairs(splits: tuple[str, ...] = ("tune", "test")) -> list[dict]:
     passages = corpus_passages()
-
-    def resolve(key: str) -> dict:
-        ref = data["passages"][key]
-        snippet = " ".join(ref["contains"].split())
-        hits = [p for p in passages if p["document"] == ref["document"] and snippet in " ".join(p["text"].split())]
-        if len(hits) != 1:
-            raise SystemExit(f"{LABELLED}: passage {key} ({ref}) matches {len(hits)} approved passages, need 1")
-        return hits[0]
-
     pairs = []
-    for q in data["questions"]:
-        split = "tune" if int(q["id"].lstrip("q")) % 2 == 1 else "test"
-        for label, keys in ((1, q["relevant"]), (0, q["irrelevant"])):
-            for key in keys:
-                p = resolve(key)
-                if p["tenant"] != q["tenant"]:
-                    raise SystemExit(f"{LABELLED}: {q['id']} pairs a {q['tenant']} question with {key} of {p['tenant']}")
-                pairs.append({"question_id": q["id"], "question": q["q"], "passage": key, "label": label,
-                              "split": split, "text": p["text"], "context": f"{p['title']} {p['heading']}".strip()})
+    for path, file_split in labelled_files():
+        if file_split and file_split not in splits:
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+
+        def resolve(key: str, data=data, path=path) -> dict:
+            ref = data["passages"][key]
+            if "text" in ref:  # a passage written in the labelled file itself
+                return {"tenant": ref["tenant"], "title": ref.get("title", ""), "heading": ref.get("heading", ""),
+                        "text": ref["text"]}
+            snippet = " ".join(ref["contains"].split())
+            hits = [p for p in passages if p["document"] == ref["document"] and snippet in " ".join(p["text"].split())]
+            if len(hits) != 1:
+                raise SystemExit(f"{path}: passage {key} ({ref}) matches {len(hits)} approved passages, need 1")
+            return hits[0]
+
+        for q in data["questions"]:
+            split = _split_of(str(q["id"]), file_split)
+            if split not in splits:
+                continue
+            for label, keys in ((1, q["relevant"]), (0, q["irrelevant"])):
+                for key in keys:
+                    p = resolve(key)
+                    if p["tenant"] != q["tenant"]:
+                        raise SystemExit(f"{path}: {q['id']} pairs a {q['tenant']} question with {key} of {p['tenant']}")
+                    pairs.append({"question_id": q["id"] if path == LABELLED else f"{path.stem}:{q['id']}", "question": q["q"], "passage": key,
+                                  "label": label, "split": split, "text": p["text"],
+                                  "context": f"{p['title']} {p['heading']}".strip()})
     return pairs
 
 
@@ -101,15 +130,39 @@ def metrics(labels: np.ndarray, predicted: np.ndarray) -> dict:
             "pairs": int(len(labels)), "relevant": int(labels.sum())}
 
 
-def part_metrics(pairs: list[dict], scores: np.ndarray, threshold: float, half: str) -> dict:
-    by_question: dict[str, list[tuple[int, float]]] = {}
+def by_question(pairs: list[dict], scores: np.ndarray, half: str) -> dict[str, list[tuple[int, float]]]:
+    out: dict[str, list[tuple[int, float]]] = {}
     for pair, score in zip(pairs, scores, strict=True):
         if pair["split"] == half:
-            by_question.setdefault(pair["question_id"], []).append((pair["label"], float(score)))
-    answerable = np.array([any(label for label, _ in rows) for rows in by_question.values()])
-    goes_on = np.array([any(score >= threshold for _, score in rows) for rows in by_question.values()])
-    offers_relevant = np.array([any(label and score >= threshold for label, score in rows)
-                                for rows in by_question.values()])
+            out.setdefault(pair["question_id"], []).append((pair["label"], float(score)))
+    return out
+
+
+def judged(rows: list[tuple[int, float]], threshold: float, best_threshold: float) -> list[bool]:
+    """RelevanceModel.judge's rule on one question's candidates."""
+    best = max(range(len(rows)), key=lambda i: (rows[i][1], -i))
+    return [s >= threshold or (i == best and s >= best_threshold) for i, (_, s) in enumerate(rows)]
+
+
+def choose_best_threshold(questions: dict[str, list[tuple[int, float]]], threshold: float) -> float:
+    """The recall-first floor for the best candidate of a search: the highest at which at least
+    GATE_RECALL of the answerable questions still have a candidate judged relevant (out of fold)."""
+    answerable = [rows for rows in questions.values() if any(label for label, _ in rows)]
+    candidates = sorted({round(max(s for _, s in rows), 4) for rows in answerable if max(s for _, s in rows) <= threshold},
+                        reverse=True)
+    for floor in candidates:
+        if np.mean([any(judged(rows, threshold, floor)) for rows in answerable]) >= GATE_RECALL:
+            return float(floor)
+    return 0.0
+
+
+def part_metrics(pairs: list[dict], scores: np.ndarray, threshold: float, best_threshold: float, half: str) -> dict:
+    questions = by_question(pairs, scores, half)
+    answerable = np.array([any(label for label, _ in rows) for rows in questions.values()])
+    decisions = [judged(rows, threshold, best_threshold) for rows in questions.values()]
+    goes_on = np.array([any(d) for d in decisions])
+    offers_relevant = np.array([any(label and d for (label, _), d in zip(rows, ds, strict=True))
+                                for rows, ds in zip(questions.values(), decisions, strict=True)])
     m = metrics(answerable.astype(int), goes_on)
     return {"questions": int(len(answerable)), "answerable": int(answerable.sum()),
             "goes_on_precision": m["precision"], "goes_on_recall": m["recall"],
@@ -132,16 +185,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
 
-    pairs = labelled_pairs()
+    pairs = labelled_pairs(("tune", "test", "heldout"))
     embedder = Embedder()
 
     X = featurise(pairs, RelevanceModel(embedder))
     y = np.array([p["label"] for p in pairs])
-    tune = np.array([p["split"] == "tune" for p in pairs])
+    split = np.array([p["split"] for p in pairs])
+    tune = split == "tune"
     groups = [p["question_id"] for p in pairs]
     if args.report_only:
         weights = RelevanceWeights()
-        threshold = weights.threshold
+        threshold, best_threshold = weights.threshold, weights.best_threshold
         scores = np.array([weights.probability(x) for x in X])
         version = weights.version
     else:
@@ -158,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             m = metrics(yt, oof >= t)
             if m["precision"] >= TARGET_PRECISION and m["recall"] > best_recall:
                 threshold, best_recall = float(t), m["recall"]
+        tune_pairs = [p for p in pairs if p["split"] == "tune"]
+        best_threshold = choose_best_threshold(by_question(tune_pairs, oof, "tune"), threshold)
         scaler = StandardScaler().fit(Xt)
         lr = LogisticRegression(C=C, max_iter=5000).fit(scaler.transform(Xt), yt)
         scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
@@ -165,24 +221,32 @@ def main(argv: list[str] | None = None) -> int:
         body = {"version": version, "features": list(FEATURES), "mean": [round(float(v), 8) for v in scaler.mean_],
                 "scale": [round(float(v), 8) for v in scale], "coef": [round(float(v), 8) for v in lr.coef_[0]],
                 "intercept": round(float(lr.intercept_[0]), 8), "threshold": round(threshold, 4),
-                "operating_point": f"highest tune-half out-of-fold recall with precision >= {TARGET_PRECISION}",
-                "trained_on": f"{LABELLED.relative_to(ROOT)} (tune half: odd question ids), {int(tune.sum())} pairs",
+                "best_threshold": round(best_threshold, 4),
+                "operating_point": f"threshold: highest tune out-of-fold recall with precision >= {TARGET_PRECISION}; "
+                                   f"best_threshold (the best candidate of a search): the highest at which >= "
+                                   f"{GATE_RECALL} of the answerable tune questions keep a relevant-judged candidate, "
+                                   "out of fold",
+                "trained_on": f"{LABELLED.relative_to(ROOT)} (tune half: odd question ids) and "
+                              f"{TUNE_DIR.relative_to(ROOT)}/, {int(tune.sum())} pairs",
                 "trained_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         WEIGHTS.parent.mkdir(parents=True, exist_ok=True)
         WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
         scores = lr.predict_proba(scaler.transform(X))[:, 1]
-    report = {"relevance_model": version, "threshold": threshold, "labelled_file": str(LABELLED.relative_to(ROOT)),
+    report = {"relevance_model": version, "threshold": threshold, "best_threshold": best_threshold, "labelled_files": [str(path.relative_to(ROOT)) for path, _ in labelled_files()],
               "tune": {**metrics(y[tune], scores[tune] >= threshold),
                        "auroc": round(float(roc_auc_score(y[tune], scores[tune])), 4)},
-              "test": {**metrics(y[~tune], scores[~tune] >= threshold),
-                       "auroc": round(float(roc_auc_score(y[~tune], scores[~tune])), 4)},
+              **{half: {**metrics(y[mask], scores[mask] >= threshold),
+                        "auroc": round(float(roc_auc_score(y[mask], scores[mask])), 4)}
+                 for half, mask in (("test", split == "test"), ("heldout", split == "heldout")) if mask.any()},
               # The orchestrator's use (a policy part abstains when none of its hits is relevant), per
               # question over its labelled candidates: does the part go on (some candidate relevant)
               # exactly when the question is answerable, and is a truly relevant candidate among those offered?
-              "part": {half: part_metrics(pairs, scores, threshold, half) for half in ("tune", "test")},
+              "part": {half: part_metrics(pairs, scores, threshold, best_threshold, half) for half in ("tune", "test", "heldout")
+                       if (split == half).any()},
               "test_errors": [{"question": p["question"], "passage": p["passage"], "label": p["label"],
-                               "score": round(float(s), 3)} for p, s, t in zip(pairs, scores, tune, strict=True)
-                              if not t and (s >= threshold) != bool(p["label"])]}
+                               "score": round(float(s), 3)} for p, s in zip(pairs, scores, strict=True)
+                              # the held-out half is reported in aggregate only: its items stay unread
+                              if p["split"] == "test" and (s >= threshold) != bool(p["label"])]}
     print(json.dumps({k: v for k, v in report.items() if k != "test_errors"}, indent=1))
     for err in report["test_errors"]:
         print(f"  test miss: {err}", file=sys.stderr)

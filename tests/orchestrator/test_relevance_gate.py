@@ -39,13 +39,15 @@ def _hit(n: int, relevance: float, threshold: float) -> m.Hit:
 
 
 class Retrieval:
-    def __init__(self, scores: list[float], model: str = MODEL, threshold: float = 0.6) -> None:
-        self.scores, self.model, self.threshold = scores, model, threshold
+    def __init__(self, scores: list[float], model: str = MODEL, threshold: float = 0.6,
+                 best_threshold: float = 0.5) -> None:
+        self.scores, self.model, self.threshold, self.best_threshold = scores, model, threshold, best_threshold
 
     def search(self, query, timeout):
         hits = tuple(_hit(n, s, self.threshold) for n, s in enumerate(self.scores, start=1))
-        return m.SearchResult(hits, m.RetrievalSettings(backend="embedded", relevance_model=self.model,
-                                                        relevance_threshold=self.threshold if self.model else 0.0))
+        return m.SearchResult(hits, m.RetrievalSettings(
+            backend="embedded", relevance_model=self.model, relevance_threshold=self.threshold if self.model else 0.0,
+            relevance_best_threshold=self.best_threshold if self.model else 0.0))
 
     def versions_of(self, passage_ids, timeout):
         return [m.VersionInfo("v1", m.VersionStatus.APPROVED)]
@@ -95,12 +97,19 @@ def test_no_relevant_hit_abstains_without_generating_and_the_record_says_why():
     assert part.outcome == c_pb.PART_OUTCOME_ABSTAINED_NO_EVIDENCE
     assert not part.claims
     assert generation.requests == [], "nothing is offered when no passage answers the question"
-    assert recorded.error == f"relevance: no passage found answers the question (best p1 0.410 < 0.600, {MODEL})"
+    assert recorded.error == f"relevance: no passage found answers the question (best p1 0.410 < 0.500; any other relevant at >= 0.600, {MODEL})"
     # The scores stay on the retrieved set of the record (the trace shows every hit's relevance).
     assert [(round(h.relevance, 3), h.relevant) for h in recorded.retrieval.retrieved] == [
         (0.41, False), (0.22, False), (0.09, False)]
     assert recorded.retrieval.settings.relevance_threshold == pytest.approx(0.6)
+    assert recorded.retrieval.settings.relevance_best_threshold == pytest.approx(0.5)
     assert recorded.retrieval.settings.relevance_model == MODEL
+
+
+def test_the_best_usable_hit_needs_only_the_lower_bar_and_no_other_hit_rides_on_it():
+    part, generation, _ = _ask(Retrieval([0.3, 0.55, 0.52]))
+    assert part.outcome == c_pb.PART_OUTCOME_ANSWERED
+    assert [p.passage.identity.passage_id for p in generation.requests[0].passages] == ["p2"]
 
 
 def test_only_the_relevant_hits_are_offered_in_rank_order():

@@ -284,6 +284,7 @@ class RetrievalSettings:
     rerank_fallback: bool = False
     relevance_model: str = ""
     relevance_threshold: float = 0.0
+    relevance_best_threshold: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -67,11 +67,14 @@ def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tu
     settings = found.settings
     if settings is None or not settings.relevance_model or not hits:
         return hits, ""
-    relevant = tuple(h for h in hits if h.relevant)
+    best = max(hits, key=lambda h: h.relevance)
+    # The best hit this part may use needs only the lower bar (retrieval's own best may have been
+    # narrowed away here, e.g. another clinic's passage).
+    relevant = tuple(h for h in hits if h.relevant or (h is best and h.relevance >= settings.relevance_best_threshold))
     if not relevant:
-        best = max(hits, key=lambda h: h.relevance)
         return (), (f"relevance: no passage found answers the question (best {best.passage.identity.passage_id} "
-                    f"{best.relevance:.3f} < {settings.relevance_threshold:.3f}, {settings.relevance_model})")
+                    f"{best.relevance:.3f} < {settings.relevance_best_threshold:.3f}; any other relevant at >= "
+                    f"{settings.relevance_threshold:.3f}, {settings.relevance_model})")
     return (relevant if offer == "relevant" else hits), ""
 
 

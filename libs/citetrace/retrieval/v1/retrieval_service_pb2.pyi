@@ -213,7 +213,7 @@ class AppliedFilters(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., location_ids: _Optional[_Iterable[str]] = ..., intents: _Optional[_Iterable[_Union[_common_pb2.Intent, str]]] = ..., locale: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.VersionStatus, str]] = ..., effective_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RetrievalSettings(_message.Message):
-    __slots__ = ("backend", "index_generation", "k", "candidate_k", "fusion_method", "lexical_weight", "vector_weight", "rrf_k", "embedding_model_id", "mode", "filters", "rerank_backend", "rerank_model", "rerank_depth", "rerank_ms", "rerank_fallback", "relevance_model", "relevance_threshold")
+    __slots__ = ("backend", "index_generation", "k", "candidate_k", "fusion_method", "lexical_weight", "vector_weight", "rrf_k", "embedding_model_id", "mode", "filters", "rerank_backend", "rerank_model", "rerank_depth", "rerank_ms", "rerank_fallback", "relevance_model", "relevance_threshold", "relevance_best_threshold")
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     INDEX_GENERATION_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +232,7 @@ class RetrievalSettings(_message.Message):
     RERANK_FALLBACK_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_MODEL_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_BEST_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     backend: str
     index_generation: str
     k: int
@@ -250,7 +251,8 @@ class RetrievalSettings(_message.Message):
     rerank_fallback: bool
     relevance_model: str
     relevance_threshold: float
-    def __init__(self, backend: _Optional[str] = ..., index_generation: _Optional[str] = ..., k: _Optional[int] = ..., candidate_k: _Optional[int] = ..., fusion_method: _Optional[str] = ..., lexical_weight: _Optional[float] = ..., vector_weight: _Optional[float] = ..., rrf_k: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., filters: _Optional[_Union[AppliedFilters, _Mapping]] = ..., rerank_backend: _Optional[str] = ..., rerank_model: _Optional[str] = ..., rerank_depth: _Optional[int] = ..., rerank_ms: _Optional[float] = ..., rerank_fallback: _Optional[bool] = ..., relevance_model: _Optional[str] = ..., relevance_threshold: _Optional[float] = ...) -> None: ...
+    relevance_best_threshold: float
+    def __init__(self, backend: _Optional[str] = ..., index_generation: _Optional[str] = ..., k: _Optional[int] = ..., candidate_k: _Optional[int] = ..., fusion_method: _Optional[str] = ..., lexical_weight: _Optional[float] = ..., vector_weight: _Optional[float] = ..., rrf_k: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., filters: _Optional[_Union[AppliedFilters, _Mapping]] = ..., rerank_backend: _Optional[str] = ..., rerank_model: _Optional[str] = ..., rerank_depth: _Optional[int] = ..., rerank_ms: _Optional[float] = ..., rerank_fallback: _Optional[bool] = ..., relevance_model: _Optional[str] = ..., relevance_threshold: _Optional[float] = ..., relevance_best_threshold: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("label", "passage", "lexical_score", "lexical_rank", "vector_score", "vector_rank", "fused_score", "fused_rank", "rerank_score", "rerank_rank", "relevance", "relevant")

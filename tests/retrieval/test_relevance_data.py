@@ -1,0 +1,111 @@
+"""The relevance model's labelled data and features (issue 15): the original set split by question id,
+the independent authors' tune files trained on, the held-out file never trained on, and the
+"best candidate" features computed per search."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from citetrace.embeddings import Embedder
+
+from services.retrieval import train_relevance
+from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return train_relevance.labelled_pairs(("tune", "test", "heldout"))
+
+
+def test_every_labelled_file_resolves_and_each_split_is_where_its_file_says(pairs):
+    by_split = {split: {p["question_id"] for p in pairs if p["split"] == split} for split in ("tune", "test", "heldout")}
+    assert all(by_split.values()), {k: len(v) for k, v in by_split.items()}
+    heldout_files = {path.stem for path, split in train_relevance.labelled_files() if split == "heldout"}
+    assert heldout_files and all(q.split(":")[0] in heldout_files for q in by_split["heldout"])
+    assert all(q.startswith("q") and int(q[1:]) % 2 == 0 for q in by_split["test"])
+    # every question of an independent author has at least one labelled negative: a hard one, as the brief asks
+    for qid in by_split["heldout"] | {q for q in by_split["tune"] if ":" in q}:
+        assert any(p["label"] == 0 for p in pairs if p["question_id"] == qid), qid
+
+
+def test_the_held_out_and_test_questions_are_not_in_the_tune_data(pairs):
+    tune = {" ".join(p["question"].lower().split()) for p in pairs if p["split"] == "tune"}
+    for p in pairs:
+        if p["split"] in ("test", "heldout"):
+            assert " ".join(p["question"].lower().split()) not in tune, p["question"]
+
+
+def test_default_pairs_leave_the_held_out_file_out(pairs):
+    assert {p["split"] for p in train_relevance.labelled_pairs()} == {"tune", "test"}
+
+
+def test_a_passage_written_in_a_labelled_file_is_used_as_written(tmp_path, monkeypatch):
+    data = {"passages": {"x#1": {"tenant": "t", "title": "Pets (synthetic)", "heading": "Pets",
+                                 "text": "Pets are not allowed in the clinic."}},
+            "questions": [{"id": "x-1", "tenant": "t", "q": "Can I bring my cat?", "relevant": ["x#1"],
+                           "irrelevant": []}]}
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune" / "one.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    (tmp_path / "heldout").mkdir()
+    monkeypatch.setattr(train_relevance, "TUNE_DIR", tmp_path / "tune")
+    monkeypatch.setattr(train_relevance, "HELDOUT_DIR", tmp_path / "heldout")
+    mine = [p for p in train_relevance.labelled_pairs() if p["question_id"] == "one:x-1"]
+    assert mine == [{"question_id": "one:x-1", "question": "Can I bring my cat?", "passage": "x#1", "label": 1,
+                     "split": "tune", "text": "Pets are not allowed in the clinic.", "context": "Pets (synthetic) Pets"}]
+
+
+def test_a_labelled_pair_across_tenants_is_refused(tmp_path, monkeypatch):
+    data = {"passages": {"x#1": {"tenant": "other", "title": "T", "heading": "H", "text": "Text."}},
+            "questions": [{"id": "x-1", "tenant": "t", "q": "Q?", "relevant": ["x#1"], "irrelevant": []}]}
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    monkeypatch.setattr(train_relevance, "TUNE_DIR", tmp_path)
+    with pytest.raises(SystemExit, match="pairs a t question with x#1 of other"):
+        train_relevance.labelled_pairs()
+
+
+def test_exactly_one_candidate_is_the_best_by_each_signal():
+    model = RelevanceModel(Embedder())
+    passages = [("Parking is free in the garage for two hours.", "Parking"),
+                ("Please arrive 15 minutes before your appointment.", "Arrival"),
+                ("Walk-in visits are not possible; book in advance.", "Walk-ins")]
+    rows = model.features("How early should I arrive for my appointment?", passages)
+    for flag, base in (("top_cos_sentence", "cos_sentence"), ("top_fused_cov", "fused_lex_cov"),
+                       ("top_cos_passage", "cos_passage")):
+        assert sum(r[flag] for r in rows) == 1.0
+        best = max(range(len(rows)), key=lambda i: (rows[i][base], -i))
+        assert rows[best][flag] == 1.0
+    assert rows[1]["top_cos_sentence"] == 1.0
+    assert set(rows[0]) == set(FEATURES)
+
+
+def test_the_shipped_weights_name_their_training_data_and_never_the_held_out_file():
+    weights = RelevanceWeights()
+    body = json.loads(train_relevance.WEIGHTS.read_text(encoding="utf-8"))
+    assert weights.version == body["version"] and tuple(body["features"]) == FEATURES
+    assert "tests/relevance/tune/" in body["trained_on"] and "heldout" not in body["trained_on"]
+
+
+def test_judge_holds_the_best_candidate_to_the_lower_bar_and_every_other_to_the_threshold(monkeypatch):
+    model = RelevanceModel(Embedder())
+    weights = model.weights
+    monkeypatch.setattr(weights, "threshold", 0.7)
+    monkeypatch.setattr(weights, "best_threshold", 0.3)
+    monkeypatch.setattr(model, "score", lambda question, passages: [0.4, 0.35, 0.8][:len(passages)])
+    three = [("a", ""), ("b", ""), ("c", "")]
+    assert model.judge("q", three) == [(0.4, False), (0.35, False), (0.8, True)]
+    assert model.judge("q", three[:2]) == [(0.4, True), (0.35, False)]
+    monkeypatch.setattr(model, "score", lambda question, passages: [0.2, 0.1])
+    assert model.judge("q", three[:2]) == [(0.2, False), (0.1, False)]
+    monkeypatch.setattr(model, "score", lambda question, passages: [])
+    assert model.judge("q", []) == []
+
+
+def test_weights_whose_best_threshold_exceeds_the_threshold_are_refused(tmp_path):
+    body = json.loads(train_relevance.WEIGHTS.read_text(encoding="utf-8"))
+    body["best_threshold"] = body["threshold"] + 0.1
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    with pytest.raises(ValueError, match="best_threshold must be in"):
+        RelevanceWeights(path)
