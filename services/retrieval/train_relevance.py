@@ -156,6 +156,14 @@ def choose_best_threshold(questions: dict[str, list[tuple[int, float]]], thresho
     return 0.0
 
 
+def judged_metrics(pairs: list[dict], scores: np.ndarray, threshold: float, best_threshold: float, half: str) -> dict:
+    labels, decisions = [], []
+    for rows in by_question(pairs, scores, half).values():
+        labels += [label for label, _ in rows]
+        decisions += judged(rows, threshold, best_threshold)
+    return metrics(np.array(labels), np.array(decisions))
+
+
 def part_metrics(pairs: list[dict], scores: np.ndarray, threshold: float, best_threshold: float, half: str) -> dict:
     questions = by_question(pairs, scores, half)
     answerable = np.array([any(label for label, _ in rows) for rows in questions.values()])
@@ -241,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
               # The orchestrator's use (a policy part abstains when none of its hits is relevant), per
               # question over its labelled candidates: does the part go on (some candidate relevant)
               # exactly when the question is answerable, and is a truly relevant candidate among those offered?
+              # The shipped decision (RelevanceModel.judge): the threshold, or the best of the question's
+              # labelled candidates at best_threshold, per pair.
+              "judged": {half: judged_metrics(pairs, scores, threshold, best_threshold, half)
+                         for half in ("tune", "test", "heldout") if (split == half).any()},
               "part": {half: part_metrics(pairs, scores, threshold, best_threshold, half) for half in ("tune", "test", "heldout")
                        if (split == half).any()},
               "test_errors": [{"question": p["question"], "passage": p["passage"], "label": p["label"],
