@@ -16,8 +16,9 @@ Features (all from the shipped embedding model and the question's own words):
   coverage by the passage (text, title, heading path) and semantic coverage, each key term aligned
   to its most similar contextual token of the passage (last_hidden_state max-sim), the weakest one
   and the IDF-weighted share of poorly aligned terms ("walk in" has nothing in an arrival rule);
-and whether the passage is the best of the candidates by the similarity and by the coverage;
-combined by a logistic model learned on the tune half of tests/relevance/relevance_labelled.yaml and
+and whether the passage is the best of the candidates by the similarity and by the coverage; and the
+interaction of the question's sentence vector with that of the passage's best sentence (q*s, |q-s|);
+read by a one-hidden-layer perceptron learned on the tune half of tests/relevance/relevance_labelled.yaml and
 the independent authors' tests/relevance/tune/, with the threshold of a stated operating point
 (train_relevance.py; tests/relevance/heldout/ is only reported). Weights: model/relevance.json.
 """
@@ -52,32 +53,54 @@ def key_terms(question: str) -> list[str]:
     return [w for w in words if w not in STOPWORDS and w not in QUESTION_WORDS and not w.isdigit() and len(w) > 1]
 
 
+# Beside the named features, the interaction of the question's sentence vector q with the passage's
+# best sentence's s (by cosine): q*s and |q-s|, 2 x 384 values (the classic sentence-pair input of a
+# head over a frozen encoder): which dimensions agree, not only how much in sum.
+INTERACTION = "best-sentence q*s,|q-s|"
+EMBEDDING_WIDTH = 384
+
+
 class RelevanceWeights:
+    """A one-hidden-layer perceptron (ReLU, logistic output) over the standardized named features and
+    the interaction, trained by train_relevance.py (scikit-learn's MLPClassifier, weights copied here)."""
+
     def __init__(self, path: Path | str | None = None) -> None:
         path = Path(path or DEFAULT_WEIGHTS)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             self.version = str(data["version"])
             features = tuple(data["features"])
+            interaction = str(data["interaction"])
             self.mean = np.array(data["mean"], dtype=np.float64)
             self.scale = np.array(data["scale"], dtype=np.float64)
-            self.coef = np.array(data["coef"], dtype=np.float64)
-            self.intercept = float(data["intercept"])
+            self.hidden = np.array(data["hidden_weights"], dtype=np.float64)
+            self.hidden_bias = np.array(data["hidden_bias"], dtype=np.float64)
+            self.output = np.array(data["output_weights"], dtype=np.float64)
+            self.output_bias = float(data["output_bias"])
             self.threshold = float(data["threshold"])
             self.best_threshold = float(data["best_threshold"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"relevance weights {path}: {exc}") from exc
-        if features != FEATURES:
-            raise ValueError(f"relevance weights {path} were trained on {features}; this code computes {FEATURES}: "
-                             "retrain (make train-relevance)")
+        if features != FEATURES or interaction != INTERACTION:
+            raise ValueError(f"relevance weights {path} were trained on {features} + {interaction}; this code "
+                             f"computes {FEATURES} + {INTERACTION}: retrain (make train-relevance)")
+        inputs = len(FEATURES) + 2 * EMBEDDING_WIDTH
+        if (self.hidden.ndim != 2 or self.hidden.shape[0] != inputs or self.mean.shape != (inputs,)
+                or self.scale.shape != (inputs,) or self.hidden_bias.shape != (self.hidden.shape[1],)
+                or self.output.shape != (self.hidden.shape[1],)):
+            raise ValueError(f"relevance weights {path}: layer shapes do not fit together")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"relevance weights {path}: threshold must be in [0, 1]")
         if not 0.0 <= self.best_threshold <= self.threshold:
             raise ValueError(f"relevance weights {path}: best_threshold must be in [0, threshold]")
 
-    def probability(self, x: np.ndarray) -> float:
-        z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
-        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """x: (candidates, inputs) -> the probability of each."""
+        if x.shape[1] != self.mean.shape[0]:
+            raise ValueError(f"relevance input has {x.shape[1]} values, the weights expect {self.mean.shape[0]}")
+        h = np.maximum(((x - self.mean) / self.scale) @ self.hidden + self.hidden_bias, 0.0)
+        z = np.clip(h @ self.output + self.output_bias, -40.0, 40.0)
+        return 1.0 / (1.0 + np.exp(-z))
 
 
 class _LRU:
@@ -144,7 +167,11 @@ class RelevanceModel:
         return cached
 
     def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:
-        """passages: (text, context = title and heading path) in rank order."""
+        """The named features; passages: (text, context = title and heading path) in rank order."""
+        return self._compute(question, passages)[0]
+
+    def _compute(self, question: str, passages: list[tuple[str, str]]) -> tuple[list[dict[str, float]], list[np.ndarray]]:
+        """The named features of each passage and its interaction vector (one encoder run for the question)."""
         q = self.embedder.encode_tokens([question])[0]
         terms = key_terms(question)
         spans = [m.span() for m in re.finditer(r"[\w'’-]+", question)]
@@ -164,10 +191,14 @@ class RelevanceModel:
             term_stems.append(stem(term))
         tv = np.stack(term_vectors) if term_vectors else None
         weights = np.array(term_idf) / sum(term_idf) if term_idf else None
+        interaction = []
         for text, context in passages:
             whole, heading, sentence_matrix, stems = self._passage(text, context)
+            by_sentence = sentence_matrix @ q.sentence
+            best = sentence_matrix[int(by_sentence.argmax())]
+            interaction.append(np.concatenate([q.sentence * best, np.abs(q.sentence - best)]))
             f = {"cos_passage": float(whole.sentence @ q.sentence),
-                 "cos_sentence": float((sentence_matrix @ q.sentence).max()),
+                 "cos_sentence": float(by_sentence.max()),
                  "cos_heading": float(heading.sentence @ q.sentence),
                  "key_terms_log": math.log1p(len(term_stems))}
             if tv is None:
@@ -194,11 +225,19 @@ class RelevanceModel:
             best = max(range(len(rows)), key=lambda i: (rows[i][base], -i))
             for i, r in enumerate(rows):
                 r[name] = 1.0 if i == best else 0.0
-        return rows
+        return rows, interaction
+
+    def inputs(self, question: str, passages: list[tuple[str, str]]) -> np.ndarray:
+        """(candidates, inputs): the named features in FEATURES order, then the interaction."""
+        if not passages:
+            return np.zeros((0, len(FEATURES) + 2 * EMBEDDING_WIDTH))
+        rows, interaction = self._compute(question, passages)
+        return np.hstack([np.array([[r[n] for n in FEATURES] for r in rows]), np.stack(interaction)])
 
     def score(self, question: str, passages: list[tuple[str, str]]) -> list[float]:
-        return [round(self.weights.probability(np.array([f[n] for n in FEATURES])), 4)
-                for f in self.features(question, passages)]
+        if not passages:
+            return []
+        return [round(float(p), 4) for p in self.weights.probabilities(self.inputs(question, passages))]
 
     def judge(self, question: str, passages: list[tuple[str, str]]) -> list[tuple[float, bool]]:
         """(probability, relevant) per passage. Relevant: at the pair operating point (precision first),

@@ -38,7 +38,10 @@ HELDOUT_DIR = ROOT / "tests" / "relevance" / "heldout"
 WEIGHTS = HERE / "model" / "relevance.json"
 TARGET_PRECISION = 0.90
 GATE_RECALL = 0.95
-C = 1.0
+# The head (chosen by tune-half out-of-fold AUROC: 0.890 against 0.871 for a logistic regression over
+# the named features alone).
+HIDDEN = 32
+ALPHA = 10.0
 
 
 def corpus_passages() -> list[dict]:
@@ -106,19 +109,26 @@ def labelled_pairs(splits: tuple[str, ...] = ("tune", "test")) -> list[dict]:
 
 
 def featurise(pairs: list[dict], model) -> np.ndarray:
-    """Features of every pair, each question's passages scored together (as one search's hits are)."""
-    from services.retrieval.relevance import FEATURES
-
+    """The model's inputs for every pair, each question's passages scored together (as one search's hits are)."""
     by_question: dict[str, list[int]] = {}
     for i, pair in enumerate(pairs):
         by_question.setdefault(pair["question_id"], []).append(i)
-    rows: list[list[float] | None] = [None] * len(pairs)
+    rows: list[np.ndarray | None] = [None] * len(pairs)
     for indexes in by_question.values():
         question = pairs[indexes[0]]["question"]
-        feats = model.features(question, [(pairs[i]["text"], pairs[i]["context"]) for i in indexes])
-        for i, f in zip(indexes, feats, strict=True):
-            rows[i] = [f[n] for n in FEATURES]
+        inputs = model.inputs(question, [(pairs[i]["text"], pairs[i]["context"]) for i in indexes])
+        for i, x in zip(indexes, inputs, strict=True):
+            rows[i] = x
     return np.array(rows)
+
+
+def new_head():
+    """A small perceptron over the standardized inputs: one hidden layer of HIDDEN ReLUs, L2 ALPHA."""
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), MLPClassifier((HIDDEN,), alpha=ALPHA, max_iter=800, random_state=0))
 
 
 def metrics(labels: np.ndarray, predicted: np.ndarray) -> dict:
@@ -186,12 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", default=f"relevance-{dt.date.today().isoformat()}")
     args = parser.parse_args(argv)
     from citetrace.embeddings import Embedder
-    from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import GroupKFold
-    from sklearn.preprocessing import StandardScaler
 
-    from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
+    from services.retrieval.relevance import FEATURES, INTERACTION, RelevanceModel, RelevanceWeights
 
     pairs = labelled_pairs(("tune", "test", "heldout"))
     embedder = Embedder()
@@ -204,16 +212,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         weights = RelevanceWeights()
         threshold, best_threshold = weights.threshold, weights.best_threshold
-        scores = np.array([weights.probability(x) for x in X])
+        scores = weights.probabilities(X)
         version = weights.version
     else:
         oof = np.zeros(int(tune.sum()))
         Xt, yt = X[tune], y[tune]
         gt = [g for g, t in zip(groups, tune, strict=True) if t]
         for a, b in GroupKFold(5).split(Xt, yt, gt):
-            scaler = StandardScaler().fit(Xt[a])
-            lr = LogisticRegression(C=C, max_iter=5000).fit(scaler.transform(Xt[a]), yt[a])
-            oof[b] = lr.predict_proba(scaler.transform(Xt[b]))[:, 1]
+            oof[b] = new_head().fit(Xt[a], yt[a]).predict_proba(Xt[b])[:, 1]
         threshold = 0.5
         best_recall = -1.0
         for t in sorted(set(np.round(oof, 4))):
@@ -222,13 +228,20 @@ def main(argv: list[str] | None = None) -> int:
                 threshold, best_recall = float(t), m["recall"]
         tune_pairs = [p for p in pairs if p["split"] == "tune"]
         best_threshold = choose_best_threshold(by_question(tune_pairs, oof, "tune"), threshold)
-        scaler = StandardScaler().fit(Xt)
-        lr = LogisticRegression(C=C, max_iter=5000).fit(scaler.transform(Xt), yt)
+        head = new_head().fit(Xt, yt)
+        scaler, mlp = head[0], head[1]
         scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
         version = args.version
-        body = {"version": version, "features": list(FEATURES), "mean": [round(float(v), 8) for v in scaler.mean_],
-                "scale": [round(float(v), 8) for v in scale], "coef": [round(float(v), 8) for v in lr.coef_[0]],
-                "intercept": round(float(lr.intercept_[0]), 8), "threshold": round(threshold, 4),
+
+        def rounded(a) -> list:  # 7 significant digits (never a tiny scale rounded to zero)
+            return [[float(f"{v:.7g}") for v in row] if np.ndim(row) else float(f"{row:.7g}")
+                    for row in np.asarray(a, dtype=np.float64)]
+
+        body = {"version": version, "features": list(FEATURES), "interaction": INTERACTION,
+                "head": f"MLP {HIDDEN} ReLU, alpha {ALPHA}", "mean": rounded(scaler.mean_), "scale": rounded(scale),
+                "hidden_weights": rounded(mlp.coefs_[0]), "hidden_bias": rounded(mlp.intercepts_[0]),
+                "output_weights": rounded(mlp.coefs_[1][:, 0]), "output_bias": float(f"{mlp.intercepts_[1][0]:.7g}"),
+                "threshold": round(threshold, 4),
                 "best_threshold": round(best_threshold, 4),
                 "operating_point": f"threshold: highest tune out-of-fold recall with precision >= {TARGET_PRECISION}; "
                                    f"best_threshold (the best candidate of a search): the highest at which >= "
@@ -238,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                               f"{TUNE_DIR.relative_to(ROOT)}/, {int(tune.sum())} pairs",
                 "trained_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         WEIGHTS.parent.mkdir(parents=True, exist_ok=True)
-        WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-        scores = lr.predict_proba(scaler.transform(X))[:, 1]
+        WEIGHTS.write_text(json.dumps(body, separators=(",", ":")) + "\n", encoding="utf-8")
+        scores = RelevanceWeights(WEIGHTS).probabilities(X)  # exactly what the service computes
     report = {"relevance_model": version, "threshold": threshold, "best_threshold": best_threshold, "labelled_files": [str(path.relative_to(ROOT)) for path, _ in labelled_files()],
               "tune": {**metrics(y[tune], scores[tune] >= threshold),
                        "auroc": round(float(roc_auc_score(y[tune], scores[tune])), 4)},

@@ -11,7 +11,7 @@ import yaml
 from citetrace.embeddings import Embedder
 
 from services.retrieval import train_relevance
-from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
+from services.retrieval.relevance import EMBEDDING_WIDTH, FEATURES, RelevanceModel, RelevanceWeights
 
 
 @pytest.fixture(scope="module")
@@ -108,4 +108,34 @@ def test_weights_whose_best_threshold_exceeds_the_threshold_are_refused(tmp_path
     path = tmp_path / "w.json"
     path.write_text(json.dumps(body), encoding="utf-8")
     with pytest.raises(ValueError, match="best_threshold must be in"):
+        RelevanceWeights(path)
+
+
+def test_the_head_reads_the_named_features_then_the_interaction_and_scores_what_the_weights_compute():
+    model = RelevanceModel(Embedder())
+    passages = [("Please arrive 15 minutes before your appointment.", "Arrival"),
+                ("Parking is free in the garage for two hours.", "Parking")]
+    x = model.inputs("When should I get there?", passages)
+    assert x.shape == (2, len(FEATURES) + 2 * EMBEDDING_WIDTH)
+    named = model.features("When should I get there?", passages)
+    assert x[:, :len(FEATURES)].tolist() == [[r[n] for n in FEATURES] for r in named]
+    # q*s and |q-s| of unit vectors: the first half sums to the cosine of the best sentence
+    assert x[0, len(FEATURES):len(FEATURES) + EMBEDDING_WIDTH].sum() == pytest.approx(named[0]["cos_sentence"], abs=1e-5)
+    scores = model.score("When should I get there?", passages)
+    assert scores == [round(float(p), 4) for p in model.weights.probabilities(x)]
+    assert scores[0] > scores[1]
+    assert model.inputs("q", []).shape == (0, len(FEATURES) + 2 * EMBEDDING_WIDTH) and model.score("q", []) == []
+
+
+def test_weights_whose_layers_do_not_fit_are_refused(tmp_path):
+    body = json.loads(train_relevance.WEIGHTS.read_text(encoding="utf-8"))
+    body["hidden_weights"] = body["hidden_weights"][:-1]
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    with pytest.raises(ValueError, match="layer shapes"):
+        RelevanceWeights(path)
+    body = json.loads(train_relevance.WEIGHTS.read_text(encoding="utf-8"))
+    body["interaction"] = "something else"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    with pytest.raises(ValueError, match="retrain"):
         RelevanceWeights(path)
