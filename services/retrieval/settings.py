@@ -96,8 +96,8 @@ class Settings(ServerSettings):
     # The relevance decision on every hit (services/retrieval/relevance.py; weights and threshold in
     # model/relevance.json); on: every hit carries relevance and relevant, and the orchestrator's
     # policy part abstains when none is relevant. Off by default: with it on, make eval's outcome
-    # accuracy falls (138/142 -> 133/142; the model's test-half recall is 0.73 at precision 0.94, and
-    # 0.55 at 0.85 on the independent held-out set, README "Rerank and relevance").
+    # accuracy falls (138/142 -> 132/142; the model's test-half recall is 0.68 at precision 1.0, and
+    # 0.44 at 0.89 on the independent held-out set, README "Rerank and relevance").
     relevance: bool = False
     relevance_weights_file: Path | None = None
     # BM25 parameters of the embedded index (tuned on SciFact TRAIN: k1 1.2, b 0.75).
