@@ -54,7 +54,8 @@ def make_judgments(settings: Settings, embedder):
         if settings.embedding_kernels != "float":
             embedder = Embedder(max_tokens=settings.embedding_max_tokens, kernels="float",
                                 intra_op_threads=settings.embedding_threads or None)
-        relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file))
+        relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file),
+                                   cache_mb=settings.relevance_cache_mb)
     if settings.rerank_backend == "embedded":
         reranker = EmbeddedRerank(relevance, settings.rerank_weight)
     elif settings.rerank_backend == "remote":

@@ -104,33 +104,45 @@ class RelevanceWeights:
 
 
 class _LRU:
-    def __init__(self, size: int) -> None:
-        self.size = size
+    """Least recently used entries within a byte budget (a passage's token vectors are up to
+    256 x 384 floats: a count alone would let a long-document corpus take gigabytes)."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        if budget_bytes <= 0:
+            raise ValueError("the relevance passage cache needs a positive budget")
+        self.budget = budget_bytes
+        self.used = 0
         self.items: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
 
     def get(self, key):
         with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
+            entry = self.items.get(key)
+            if entry is None:
+                return None
+            self.items.move_to_end(key)
+            return entry[0]
 
-    def put(self, key, value) -> None:
+    def put(self, key, value, size: int) -> None:
         with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.used -= old[1]
+            self.items[key] = (value, size)
+            self.used += size
+            while self.used > self.budget and len(self.items) > 1:
+                _, (_, dropped) = self.items.popitem(last=False)
+                self.used -= dropped
 
 
 class RelevanceModel:
     """question x passages -> calibrated probabilities that each passage answers the question."""
 
-    def __init__(self, embedder, weights: RelevanceWeights | None = None, cache_size: int = 4096) -> None:
+    def __init__(self, embedder, weights: RelevanceWeights | None = None, cache_mb: int = 256) -> None:
         self.embedder = embedder
         self._weights = weights
         self.idf = shipped_idf()
-        self._passages = _LRU(cache_size)
+        self._passages = _LRU(cache_mb * 1024 * 1024)
 
     @property
     def weights(self) -> RelevanceWeights:
@@ -163,7 +175,9 @@ class RelevanceModel:
             whole, heading, parts = encoded[0], encoded[1], encoded[2:]
             stems = {stem(w) for w in re.findall(r"[\w'’-]+", fold(f"{context} {text}"))}
             cached = (whole, heading, np.stack([p.sentence for p in parts]), stems)
-            self._passages.put(key, cached)
+            size = (whole.vectors.nbytes + heading.vectors.nbytes + cached[2].nbytes
+                    + 64 * len(stems) + len(text) + len(context))
+            self._passages.put(key, cached, size)
         return cached
 
     def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:

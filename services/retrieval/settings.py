@@ -100,6 +100,9 @@ class Settings(ServerSettings):
     # 0.44 at 0.89 on the independent held-out set, README "Rerank and relevance").
     relevance: bool = False
     relevance_weights_file: Path | None = None
+    # The passage side of the relevance features (token and sentence vectors) kept between searches,
+    # least recently used first out, within this many MiB.
+    relevance_cache_mb: int = 256
     # BM25 parameters of the embedded index (tuned on SciFact TRAIN: k1 1.2, b 0.75).
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -156,6 +159,7 @@ class Settings(ServerSettings):
         require(1 <= self.rerank_depth <= 100, "rerank_depth must be in 1..100")
         require(0.0 <= self.rerank_weight <= 1.0, "rerank_weight must be in [0, 1]")
         require(self.rerank_timeout_seconds > 0, "rerank_timeout_seconds must be > 0")
+        require(self.relevance_cache_mb >= 1, "relevance_cache_mb must be >= 1")
         require(self.rerank_backend != "remote" or self.rerank_url.startswith(("http://", "https://")),
                 "rerank_backend remote needs rerank_url (http:// or https://)")
         require(self.lexical_weight >= 0 and self.vector_weight >= 0

@@ -139,3 +139,29 @@ def test_weights_whose_layers_do_not_fit_are_refused(tmp_path):
     path.write_text(json.dumps(body), encoding="utf-8")
     with pytest.raises(ValueError, match="retrain"):
         RelevanceWeights(path)
+
+
+def test_the_passage_cache_keeps_the_most_recent_within_its_byte_budget():
+    from services.retrieval.relevance import _LRU
+
+    cache = _LRU(100)
+    cache.put("a", 1, 40)
+    cache.put("b", 2, 40)
+    assert cache.get("a") == 1  # a is now the most recent
+    cache.put("c", 3, 40)  # over budget: b (least recent) goes
+    assert (cache.get("b"), cache.get("a"), cache.get("c"), cache.used) == (None, 1, 3, 80)
+    cache.put("a", 4, 90)  # a replaced: its old size is given back, then c goes
+    assert (cache.get("a"), cache.get("c"), cache.used) == (4, None, 90)
+    cache.put("huge", 5, 500)  # one entry larger than the budget is kept alone rather than refused
+    assert (cache.get("huge"), cache.get("a"), cache.used) == (5, None, 500)
+    with pytest.raises(ValueError, match="positive budget"):
+        _LRU(0)
+
+
+def test_a_scored_passage_is_held_with_the_bytes_of_its_vectors():
+    model = RelevanceModel(Embedder(), cache_mb=1)
+    model.score("When should I arrive?", [("Please arrive 15 minutes early. Bring your card.", "Arrival")])
+    ((value, size),) = model._passages.items.values()
+    whole, heading, sentences, _ = value
+    assert size >= whole.vectors.nbytes + heading.vectors.nbytes + sentences.nbytes > 0
+    assert model._passages.used == size

@@ -24,6 +24,7 @@ def test_environment_overrides_are_typed():
     ("MAX_K", "500", "candidate_k"),
     ("EMBEDDING_KERNELS", "int4", "embedding_kernels"),
     ("EMBEDDING_THREADS", "-1", "embedding_threads"),
+    ("RELEVANCE_CACHE_MB", "0", "relevance_cache_mb"),
     ("CHUNK_SIZE", "5", "unknown setting"),
 ])
 def test_bad_settings_fail_at_start_up(name, value, message):
