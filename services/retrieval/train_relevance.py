@@ -188,6 +188,40 @@ def part_metrics(pairs: list[dict], scores: np.ndarray, threshold: float, best_t
             "answerable_offered_a_relevant_passage": f"{int((offers_relevant & answerable).sum())}/{int(answerable.sum())}"}
 
 
+def search_cost(weights, embedder, depth: int) -> dict:
+    """CPU per search of the relevance stage (the same computation as the embedded rerank): each
+    test-half question against the first `depth` approved passages of its tenant, with the passage
+    side cold (an empty cache: every passage encoded in the search) and cached (seen before)."""
+    import statistics
+    import time
+
+    from services.retrieval.relevance import RelevanceModel
+
+    by_tenant: dict[str, list[tuple[str, str]]] = {}
+    for p in corpus_passages():
+        by_tenant.setdefault(p["tenant"], []).append((p["text"], f"{p['title']} {p['heading']}".strip()))
+    data = yaml.safe_load(LABELLED.read_text(encoding="utf-8"))
+    questions = [(q["q"], by_tenant[q["tenant"]][:depth]) for q in data["questions"]
+                 if _split_of(str(q["id"]), None) == "test"]
+    cached = RelevanceModel(embedder, weights)
+    cached.warm_up()
+    for passages in by_tenant.values():
+        cached.judge("warm-up", passages[:depth])
+
+    def median_ms(model_for) -> float:
+        cpu = []
+        for question, passages in questions:
+            model = model_for()
+            started = time.process_time()
+            model.judge(question, passages)
+            cpu.append((time.process_time() - started) * 1000)
+        return round(statistics.median(cpu), 2)
+
+    return {"candidates": depth, "questions": len(questions),
+            "cold_median_ms": median_ms(lambda: RelevanceModel(embedder, weights)),
+            "cached_median_ms": median_ms(lambda: cached)}
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -272,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
                                "score": round(float(s), 3)} for p, s in zip(pairs, scores, strict=True)
                               # the held-out half is reported in aggregate only: its items stay unread
                               if p["split"] == "test" and (s >= threshold) != bool(p["label"])]}
+    from services.retrieval.settings import Settings
+
+    report["cpu_ms_per_search"] = search_cost(RelevanceWeights(WEIGHTS) if not args.report_only else weights,
+                                              embedder, Settings().rerank_depth)
     print(json.dumps({k: v for k, v in report.items() if k != "test_errors"}, indent=1))
     for err in report["test_errors"]:
         print(f"  test miss: {err}", file=sys.stderr)
