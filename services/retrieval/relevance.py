@@ -60,6 +60,19 @@ INTERACTION = "best-sentence q*s,|q-s|"
 EMBEDDING_WIDTH = 384
 
 
+def best_index(values: list[float]) -> int:
+    """The index of the highest value, the first one on a tie (rank order decides); -1 for none."""
+    return max(range(len(values)), key=lambda i: (values[i], -i), default=-1)
+
+
+def relevant_flags(scores: list[float], threshold: float, best_threshold: float) -> list[bool]:
+    """The relevance decision on one search's candidates: at the pair operating point (precision
+    first), or the best candidate at the recall-first floor — a question usually has one answer among
+    the candidates, so the best of them needs less proof than any other (train_relevance.py)."""
+    best = best_index(scores)
+    return [s >= threshold or (i == best and s >= best_threshold) for i, s in enumerate(scores)]
+
+
 class RelevanceWeights:
     """A one-hidden-layer perceptron (ReLU, logistic output) over the standardized named features and
     the interaction, trained by train_relevance.py (scikit-learn's MLPClassifier, weights copied here)."""
@@ -236,7 +249,7 @@ class RelevanceModel:
         # usually one passage, and which one beats a margin that varies with the question's wording.
         for name, base in (("top_cos_sentence", "cos_sentence"), ("top_fused_cov", "fused_lex_cov"),
                            ("top_cos_passage", "cos_passage")):
-            best = max(range(len(rows)), key=lambda i: (rows[i][base], -i))
+            best = best_index([r[base] for r in rows])
             for i, r in enumerate(rows):
                 r[name] = 1.0 if i == best else 0.0
         return rows, interaction
@@ -254,10 +267,6 @@ class RelevanceModel:
         return [round(float(p), 4) for p in self.weights.probabilities(self.inputs(question, passages))]
 
     def judge(self, question: str, passages: list[tuple[str, str]]) -> list[tuple[float, bool]]:
-        """(probability, relevant) per passage. Relevant: at the pair operating point (precision first),
-        or the best passage of the search at the recall-first floor — a question usually has one answer
-        among the candidates, so the best of them needs less proof than any other (train_relevance.py)."""
+        """(probability, relevant) per passage, relevant as relevant_flags decides."""
         scores = self.score(question, passages)
-        best = max(range(len(scores)), key=lambda i: (scores[i], -i), default=-1)
-        return [(s, s >= self.threshold or (i == best and s >= self.best_threshold))
-                for i, s in enumerate(scores)]
+        return list(zip(scores, relevant_flags(scores, self.threshold, self.best_threshold), strict=True))

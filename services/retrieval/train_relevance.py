@@ -102,9 +102,9 @@ def labelled_pairs(splits: tuple[str, ...] = ("tune", "test")) -> list[dict]:
                     p = resolve(key)
                     if p["tenant"] != q["tenant"]:
                         raise SystemExit(f"{path}: {q['id']} pairs a {q['tenant']} question with {key} of {p['tenant']}")
-                    pairs.append({"question_id": q["id"] if path == LABELLED else f"{path.stem}:{q['id']}", "question": q["q"], "passage": key,
-                                  "label": label, "split": split, "text": p["text"],
-                                  "context": f"{p['title']} {p['heading']}".strip()})
+                    question_id = q["id"] if path == LABELLED else f"{path.stem}:{q['id']}"
+                    pairs.append({"question_id": question_id, "question": q["q"], "passage": key, "label": label,
+                                  "split": split, "text": p["text"], "context": f"{p['title']} {p['heading']}".strip()})
     return pairs
 
 
@@ -149,9 +149,10 @@ def by_question(pairs: list[dict], scores: np.ndarray, half: str) -> dict[str, l
 
 
 def judged(rows: list[tuple[int, float]], threshold: float, best_threshold: float) -> list[bool]:
-    """RelevanceModel.judge's rule on one question's candidates."""
-    best = max(range(len(rows)), key=lambda i: (rows[i][1], -i))
-    return [s >= threshold or (i == best and s >= best_threshold) for i, (_, s) in enumerate(rows)]
+    """The service's decision (relevance.relevant_flags) on one question's labelled candidates."""
+    from services.retrieval.relevance import relevant_flags
+
+    return relevant_flags([s for _, s in rows], threshold, best_threshold)
 
 
 def choose_best_threshold(questions: dict[str, list[tuple[int, float]]], threshold: float) -> float:
