@@ -11,7 +11,7 @@ import yaml
 from citetrace.embeddings import Embedder
 
 from services.retrieval import train_relevance
-from services.retrieval.relevance import EMBEDDING_WIDTH, FEATURES, RelevanceModel, RelevanceWeights
+from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,8 @@ def test_a_passage_written_in_a_labelled_file_is_used_as_written(tmp_path, monke
     monkeypatch.setattr(train_relevance, "TUNE_DIR", tmp_path / "tune")
     monkeypatch.setattr(train_relevance, "HELDOUT_DIR", tmp_path / "heldout")
     mine = [p for p in train_relevance.labelled_pairs() if p["question_id"] == "one:x-1"]
-    assert mine == [{"question_id": "one:x-1", "question": "Can I bring my cat?", "passage": "x#1", "label": 1,
+    assert mine == [{"question_id": "one:x-1", "question": "Can I bring my cat?", "tenant": "t", "passage": "x#1",
+                     "label": 1,
                      "split": "tune", "text": "Pets are not allowed in the clinic.", "context": "Pets (synthetic) Pets"}]
 
 
@@ -111,20 +112,32 @@ def test_weights_whose_best_threshold_exceeds_the_threshold_are_refused(tmp_path
         RelevanceWeights(path)
 
 
-def test_the_head_reads_the_named_features_then_the_interaction_and_scores_what_the_weights_compute():
+def test_the_head_reads_the_named_features_and_scores_what_the_weights_compute():
     model = RelevanceModel(Embedder())
     passages = [("Please arrive 15 minutes before your appointment.", "Arrival"),
                 ("Parking is free in the garage for two hours.", "Parking")]
     x = model.inputs("When should I get there?", passages)
-    assert x.shape == (2, len(FEATURES) + 2 * EMBEDDING_WIDTH)
     named = model.features("When should I get there?", passages)
-    assert x[:, :len(FEATURES)].tolist() == [[r[n] for n in FEATURES] for r in named]
-    # q*s and |q-s| of unit vectors: the first half sums to the cosine of the best sentence
-    assert x[0, len(FEATURES):len(FEATURES) + EMBEDDING_WIDTH].sum() == pytest.approx(named[0]["cos_sentence"], abs=1e-5)
+    assert x.tolist() == [[r[n] for n in FEATURES] for r in named]
     scores = model.score("When should I get there?", passages)
     assert scores == [round(float(p), 4) for p in model.weights.probabilities(x)]
     assert scores[0] > scores[1]
-    assert model.inputs("q", []).shape == (0, len(FEATURES) + 2 * EMBEDDING_WIDTH) and model.score("q", []) == []
+    assert model.inputs("q", []).shape == (0, len(FEATURES)) and model.score("q", []) == []
+
+
+def test_a_profile_that_answers_in_the_questions_own_words_is_judged_relevant():
+    """The class relevance-2026.12.06.3 got wrong: with raw embedding dimensions among its inputs it had
+    learned the training passages, and scored a provider's own profile 0.10 for "is she taking new
+    patients" although it was the best candidate by every named feature."""
+    model = RelevanceModel(Embedder())
+    profiles = [("Family medicine physician at Lakeside Clinic. Accepts new patients of all ages. Speaks "
+                 "English and Spanish.", "Provider profiles > Dr. Imaginary Person (synthetic)"),
+                ("Cardiologist at Hilltop Clinic. Not accepting new patients. Speaks English.",
+                 "Provider profiles > Dr. Another Person (synthetic)"),
+                ("Synthetic profiles of fictional clinicians.", "Provider profiles")]
+    judged = model.judge("Is Dr. Imaginary Person taking new patients?", profiles)
+    assert judged[0][1], judged
+    assert judged[0][0] == max(score for score, _ in judged)
 
 
 def test_weights_whose_layers_do_not_fit_are_refused(tmp_path):
@@ -135,7 +148,7 @@ def test_weights_whose_layers_do_not_fit_are_refused(tmp_path):
     with pytest.raises(ValueError, match="layer shapes"):
         RelevanceWeights(path)
     body = json.loads(train_relevance.WEIGHTS.read_text(encoding="utf-8"))
-    body["interaction"] = "something else"
+    body["interaction"] = "best-sentence q*s,|q-s|"  # a head of relevance-2026.12.06.3's kind
     path.write_text(json.dumps(body), encoding="utf-8")
     with pytest.raises(ValueError, match="retrain"):
         RelevanceWeights(path)
