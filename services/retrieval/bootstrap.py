@@ -43,11 +43,17 @@ def make_backend(settings: Settings) -> SearchBackend:
 
 
 def make_judgments(settings: Settings, embedder):
-    """The relevance model (or None) and the reranker the settings name; models load in warm-up."""
-    from services.retrieval.relevance import RelevanceModel, RelevanceWeights
+    """The relevance gate's model (or None), the reranker the settings name, and the background
+    preparation of passage sides when either needs the relevance model; models load in warm-up."""
+    from services.retrieval.relevance import (
+        PassagePreparation,
+        PassageSideStore,
+        RelevanceModel,
+        RelevanceWeights,
+    )
     from services.retrieval.rerank import EmbeddedRerank, NoRerank, RemoteRerank
 
-    relevance = None
+    relevance = preparation = None
     if settings.relevance or settings.rerank_backend == "embedded":
         # The relevance head was trained on the float kernels' token vectors (train_relevance.py):
         # with integer kernels for search it keeps a float embedder of its own.
@@ -55,7 +61,9 @@ def make_judgments(settings: Settings, embedder):
             embedder = Embedder(max_tokens=settings.embedding_max_tokens, kernels="float",
                                 intra_op_threads=settings.embedding_threads or None)
         relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file),
-                                   cache_mb=settings.relevance_cache_mb)
+                                   cache_mb=settings.relevance_cache_mb,
+                                   store=PassageSideStore(settings.resolved_relevance_store_path()))
+        preparation = PassagePreparation(relevance)
     if settings.rerank_backend == "embedded":
         reranker = EmbeddedRerank(relevance, settings.rerank_weight)
     elif settings.rerank_backend == "remote":
@@ -63,7 +71,7 @@ def make_judgments(settings: Settings, embedder):
                                 settings.rerank_timeout_seconds)
     else:
         reranker = NoRerank()
-    return (relevance if settings.relevance else None), reranker
+    return (relevance if settings.relevance else None), reranker, preparation
 
 
 def make_store(settings: Settings) -> Store:
@@ -140,10 +148,10 @@ def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store 
     store = store or make_store(settings)
     embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens, kernels=settings.embedding_kernels,
                                     intra_op_threads=settings.embedding_threads or None)
-    relevance, reranker = make_judgments(settings, embedder)
+    relevance, reranker, preparation = make_judgments(settings, embedder)
     core = RetrievalCore(settings, store=store, backend=backend or make_backend(settings), embedder=embedder,
                          extractors=extractors or default_extractors(settings.max_source_pages),
-                         reranker=reranker, relevance=relevance)
+                         reranker=reranker, relevance=relevance, passage_sides=preparation)
     relay = version_event_relay(settings, store, auth)
     if relay is not None:
         core.on_version_events = relay.wake

@@ -252,6 +252,12 @@ def embedding_text(heading_context: str, text: str) -> str:
     return f"{heading_context}\n{text}" if heading_context else text
 
 
+def judged_passage(version: VersionRecord, passage: PassageRecord, text: str) -> tuple[str, str]:
+    """What the relevance model and the embedded rerank read of a passage: its text, and its context
+    (the document title and heading path)."""
+    return text, f"{version.title} {passage.heading_context}".strip()
+
+
 def _deadline_check(rpc: str) -> Callable[[], None]:
     """What a store write runs just before its commit: past the caller's deadline it raises and the
     write rolls back (issue 17 §4)."""
@@ -262,7 +268,8 @@ class RetrievalCore:
     """Built by services/retrieval/bootstrap.py, which chooses the store, backend, model and extractors."""
 
     def __init__(self, settings: Settings, *, store: Store, backend: SearchBackend, embedder: Embedder,
-                 extractors: Extractors, reranker: Reranker | None = None, relevance=None) -> None:
+                 extractors: Extractors, reranker: Reranker | None = None, relevance=None,
+                 passage_sides=None) -> None:
         self.settings = settings
         self.extractors = extractors
         self.backend = backend
@@ -276,6 +283,9 @@ class RetrievalCore:
         self.query_vectors = QueryVectorCache(settings.query_cache_size)
         self.reranker = reranker or NoRerank()
         self.relevance = relevance  # RelevanceModel or None (off)
+        # relevance.PassagePreparation when the gate or the embedded rerank reads passages: each indexed
+        # passage's side is computed in the background, not in the first search over it.
+        self.passage_sides = passage_sides
         # Derived, in-memory view for fast hit resolution: passage_id -> (passage, text) and
         # (tenant, version_id) -> version. Rebuilt from the store; updated on every write.
         self._passages: dict[str, tuple[PassageRecord, str]] = {}
@@ -323,6 +333,9 @@ class RetrievalCore:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+        if self.passage_sides is not None:
+            self.passage_sides.close()
+            self.passage_sides.model.close()
         self.store.close()
 
     def rebuild_index(self, new_generation: bool = False) -> int:
@@ -410,7 +423,7 @@ class RetrievalCore:
                         vectors: np.ndarray | None = None) -> None:
         """Updates the derived views for versions and upserts their passages in ONE backend call
         (`vectors`, when given, are those of every passage of `items` in order)."""
-        indexable, inputs, known = [], [], []
+        indexable, inputs, known, judged = [], [], [], []
         offset = 0
         for version, text, passages in items:
             self._versions[(version.tenant_id, version.version_id)] = version
@@ -428,6 +441,7 @@ class RetrievalCore:
                 indexable.append((version, p))
                 inputs.append(embedding_text(p.heading_context, text[p.start:p.end]))
                 known.append(row)
+                judged.append(judged_passage(version, p, text[p.start:p.end]))
         if not indexable:
             return
         if vectors is not None and len(vectors) == offset:
@@ -444,6 +458,8 @@ class RetrievalCore:
             for (version, p), body, vector in zip(indexable, inputs, vectors, strict=True))
         if report.errors:
             log.error("retrieval: index refused %d passages: %s", len(report.errors), report.errors[:3])
+        if self.passage_sides is not None:
+            self.passage_sides.submit(judged)
 
     def _refresh_version(self, version: VersionRecord) -> None:
         """A version's metadata changed in the store (status, valid_to): update the derived views."""
@@ -805,7 +821,7 @@ class RetrievalCore:
 
     def _rerank(self, query: str, hits: list[SearchHitResult], k: int) -> tuple[list[SearchHitResult], RerankInfo]:
         """The rerank stage (after fusion, before any context budget) and the relevance of every hit."""
-        candidates = [(h.text, f"{h.version.title} {h.passage.heading_context}".strip()) for h in hits]
+        candidates = [judged_passage(h.version, h.passage, h.text) for h in hits]
         info = RerankInfo(relevance_model=self.relevance.version if self.relevance else "",
                           relevance_threshold=self.relevance.threshold if self.relevance else 0.0,
                           relevance_best_threshold=self.relevance.best_threshold if self.relevance else 0.0)
@@ -823,8 +839,7 @@ class RetrievalCore:
         hits = hits[:k]
         if self.relevance is not None and hits:
             with stage(SERVICE, "retrieval.relevance", hits=len(hits)):
-                judged = self.relevance.judge(query, [(h.text, f"{h.version.title} {h.passage.heading_context}"
-                                                       .strip()) for h in hits])
+                judged = self.relevance.judge(query, [judged_passage(h.version, h.passage, h.text) for h in hits])
             hits = [dataclasses.replace(h, relevance=s, relevant=relevant)
                     for h, (s, relevant) in zip(hits, judged, strict=True)]
         return [dataclasses.replace(h, label=f"S{i}") for i, h in enumerate(hits, start=1)], info

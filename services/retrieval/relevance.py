@@ -24,9 +24,15 @@ the independent authors' tests/relevance/tune/, with the threshold of a stated o
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import logging
 import math
+import queue
 import re
+import sqlite3
+import struct
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -34,6 +40,8 @@ from pathlib import Path
 import numpy as np
 from citetrace.idf import shipped as shipped_idf
 from citetrace.textnorm import STOPWORDS, fold, stem
+
+log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WEIGHTS = HERE / "model" / "relevance.json"
@@ -150,14 +158,162 @@ class _LRU:
                 self.used -= dropped
 
 
+# What a stored passage side holds and how it is packed: a stored side of another version is never read.
+PASSAGE_SIDE_VERSION = "passage-side-1"
+EMBEDDING_WIDTH = 384
+
+
+@dataclasses.dataclass(frozen=True)
+class PassageSide:
+    """What the features read of a passage, computed once per (text, context): the contextual token
+    vectors and pooled vector of the passage read under its title and headings, the same of the
+    headings alone, each sentence's vector (at most 24), and the stems of its words."""
+
+    whole_tokens: np.ndarray
+    whole: np.ndarray
+    heading_tokens: np.ndarray
+    heading: np.ndarray
+    sentences: np.ndarray
+    stems: frozenset[str]
+
+    def pack(self) -> bytes:
+        """float16 arrays behind a small JSON header (about 0.8 KB per token): the form it is stored
+        and cached in. Features are always computed from the unpacked form, so a side read from the
+        store and one computed in the search give the same scores."""
+        arrays = (self.whole_tokens, self.whole[None, :], self.heading_tokens, self.heading[None, :], self.sentences)
+        header = json.dumps({"v": PASSAGE_SIDE_VERSION, "rows": [a.shape[0] for a in arrays],
+                             "stems": sorted(self.stems)}, ensure_ascii=False).encode("utf-8")
+        body = np.concatenate(arrays).astype(np.float16).tobytes()
+        return struct.pack("<I", len(header)) + header + body
+
+    @classmethod
+    def unpack(cls, blob: bytes) -> PassageSide:
+        (length,) = struct.unpack_from("<I", blob)
+        header = json.loads(blob[4:4 + length].decode("utf-8"))
+        if header.get("v") != PASSAGE_SIDE_VERSION:
+            raise ValueError(f"a passage side of {header.get('v')!r}, not {PASSAGE_SIDE_VERSION}")
+        matrix = np.frombuffer(blob, dtype=np.float16, offset=4 + length).astype(np.float32)
+        rows = header["rows"]
+        if matrix.size != sum(rows) * EMBEDDING_WIDTH:
+            raise ValueError("a passage side's arrays do not match its header")
+        parts = np.split(matrix.reshape(-1, EMBEDDING_WIDTH), np.cumsum(rows)[:-1])
+        return cls(parts[0], parts[1][0], parts[2], parts[3][0], parts[4], frozenset(header["stems"]))
+
+    @property
+    def nbytes(self) -> int:
+        return (self.whole_tokens.nbytes + self.heading_tokens.nbytes + self.sentences.nbytes
+                + 2 * EMBEDDING_WIDTH * 4 + 64 * len(self.stems))
+
+
+class PassageSideStore:
+    """Passage sides in a SQLite file, keyed by a digest of the embedding model, PASSAGE_SIDE_VERSION,
+    the context and the text. Derived data like the embedding cache: losing it costs a recomputation,
+    nothing else (so synchronous NORMAL). Thread-safe (one connection behind a lock)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """Opened on first use (building the service touches no file); called with the lock held."""
+        if self._connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path), check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS passage_sides (digest TEXT PRIMARY KEY, side BLOB NOT NULL)")
+            db.commit()
+            self._connection = db
+        return self._connection
+
+    def get_many(self, digests: list[str]) -> dict[str, bytes]:
+        return dict(self._select("digest, side", digests))
+
+    def missing(self, digests: list[str]) -> set[str]:
+        return set(digests) - {row[0] for row in self._select("digest", digests)}
+
+    def _select(self, columns: str, digests: list[str]) -> list[tuple]:
+        rows: list[tuple] = []
+        with self._lock:
+            for start in range(0, len(digests), 500):  # under SQLite's bound-parameter limit
+                chunk = digests[start:start + 500]
+                rows += self._db.execute(
+                    f"SELECT {columns} FROM passage_sides WHERE digest IN ({','.join('?' * len(chunk))})", chunk)
+        return rows
+
+    def put_many(self, sides: dict[str, bytes]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO passage_sides VALUES (?, ?)", list(sides.items()))
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM passage_sides").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+
+class PassagePreparation:
+    """Computes passage sides in the background after indexing (one worker thread), so that neither the
+    IngestDocument call nor the first search over a new passage pays for them. Derived data: a failure
+    is logged and the search computes the side itself."""
+
+    def __init__(self, model: RelevanceModel) -> None:
+        self.model = model
+        self.computed = 0
+        self._queue: queue.Queue[list[tuple[str, str]] | None] = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, passages: list[tuple[str, str]]) -> None:
+        if not passages:
+            return
+        with self._idle:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="relevance-passage-sides", daemon=True)
+                self._thread.start()
+            self._pending += 1
+        self._queue.put(list(passages))
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """True once everything submitted has been prepared (tests, benchmarks)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            try:
+                self.computed += self.model.prepare(batch)
+            except Exception:  # derived data: the search computes what is missing
+                log.exception("retrieval: preparing %d relevance passage sides failed", len(batch))
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+
 class RelevanceModel:
     """question x passages -> calibrated probabilities that each passage answers the question."""
 
-    def __init__(self, embedder, weights: RelevanceWeights | None = None, cache_mb: int = 256) -> None:
+    def __init__(self, embedder, weights: RelevanceWeights | None = None, cache_mb: int = 256,
+                 store: PassageSideStore | None = None) -> None:
         self.embedder = embedder
         self._weights = weights
         self.idf = shipped_idf()
         self._passages = _LRU(cache_mb * 1024 * 1024)
+        self.store = store
 
     @property
     def weights(self) -> RelevanceWeights:
@@ -180,20 +336,62 @@ class RelevanceModel:
     def warm_up(self) -> None:
         self.embedder.warm_up()
 
-    def _passage(self, text: str, context: str):
-        key = (text, context)
-        cached = self._passages.get(key)
-        if cached is None:
-            sentences = [s for s in _SENTENCE.split(text) if s.strip()][:24] or [text]
-            encoded = self.embedder.encode_tokens([f"{context}\n{text}".strip(), context or text, *sentences],
-                                                  batch_size=32)
-            whole, heading, parts = encoded[0], encoded[1], encoded[2:]
-            stems = {stem(w) for w in re.findall(r"[\w'’-]+", fold(f"{context} {text}"))}
-            cached = (whole, heading, np.stack([p.sentence for p in parts]), stems)
-            size = (whole.vectors.nbytes + heading.vectors.nbytes + cached[2].nbytes
-                    + 64 * len(stems) + len(text) + len(context))
-            self._passages.put(key, cached, size)
-        return cached
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def _digest(self, text: str, context: str) -> str:
+        key = "\0".join((self.embedder.model_id, PASSAGE_SIDE_VERSION, context, text))
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+    def _encode(self, text: str, context: str) -> bytes:
+        """The passage side, packed: the encoder over the passage, its headings and each sentence."""
+        sentences = [s for s in _SENTENCE.split(text) if s.strip()][:24] or [text]
+        encoded = self.embedder.encode_tokens([f"{context}\n{text}".strip(), context or text, *sentences],
+                                              batch_size=32)
+        whole, heading, parts = encoded[0], encoded[1], encoded[2:]
+        stems = frozenset(stem(w) for w in re.findall(r"[\w'’-]+", fold(f"{context} {text}")))
+        return PassageSide(whole.vectors, whole.sentence, heading.vectors, heading.sentence,
+                           np.stack([p.sentence for p in parts]), stems).pack()
+
+    def _sides(self, passages: list[tuple[str, str]]) -> list[PassageSide]:
+        """Each passage's side from the in-memory cache, else the store (written when it was indexed;
+        one read for all), else computed (and stored)."""
+        sides = [self._passages.get(key) for key in passages]
+        absent = {key: self._digest(*key) for key, side in zip(passages, sides, strict=True) if side is None}
+        if absent:
+            blobs = self.store.get_many(list(absent.values())) if self.store is not None else {}
+            computed: dict[str, bytes] = {}
+            fresh: dict[tuple[str, str], PassageSide] = {}
+            for key, digest in absent.items():
+                blob = blobs.get(digest)
+                if blob is None:
+                    blob = computed[digest] = self._encode(*key)
+                fresh[key] = PassageSide.unpack(blob)
+                self._passages.put(key, fresh[key], fresh[key].nbytes + len(key[0]) + len(key[1]))
+            if computed and self.store is not None:
+                self.store.put_many(computed)
+            sides = [side or fresh[key] for key, side in zip(passages, sides, strict=True)]
+        return sides
+
+    def prepare(self, passages: list[tuple[str, str]]) -> int:
+        """Computes and stores the side of every passage (text, context) the store lacks, so that no
+        search pays for it (the retrieval core calls it after indexing); returns how many it computed.
+        Without a store the in-memory cache is filled instead (up to its budget)."""
+        if self.store is None:
+            self._sides(passages)
+            return len(passages)
+        digests = {self._digest(text, context): (text, context) for text, context in passages}
+        missing = self.store.missing(list(digests))
+        computed: dict[str, bytes] = {}
+        for digest in missing:
+            computed[digest] = self._encode(*digests[digest])
+            if len(computed) >= 32:
+                self.store.put_many(computed)
+                computed = {}
+        if computed:
+            self.store.put_many(computed)
+        return len(missing)
 
     def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:
         """The named features of each passage (text, context = title and heading path, in rank order),
@@ -217,22 +415,22 @@ class RelevanceModel:
             term_stems.append(stem(term))
         tv = np.stack(term_vectors) if term_vectors else None
         weights = np.array(term_idf) / sum(term_idf) if term_idf else None
-        for text, context in passages:
-            whole, heading, sentence_matrix, stems = self._passage(text, context)
+        for side in self._sides(passages):
+            stems, sentence_matrix = side.stems, side.sentences
             by_sentence = sentence_matrix @ q.sentence
-            f = {"cos_passage": float(whole.sentence @ q.sentence),
+            f = {"cos_passage": float(side.whole @ q.sentence),
                  "cos_sentence": float(by_sentence.max()),
-                 "cos_heading": float(heading.sentence @ q.sentence),
+                 "cos_heading": float(side.heading @ q.sentence),
                  "key_terms_log": math.log1p(len(term_stems))}
             if tv is None:
                 f.update(lex_cov=1.0, sem_cov=1.0, sem_min=1.0, weak_share=0.0, fused_lex_cov=1.0, heading_cov=1.0)
             else:
                 lexical = np.array([1.0 if s in stems else 0.0 for s in term_stems])
-                sims = (tv @ whole.vectors.T).max(axis=1)
+                sims = (tv @ side.whole_tokens.T).max(axis=1)
                 match = np.maximum(lexical, sims)
                 f.update(lex_cov=float(lexical @ weights), sem_cov=float(sims @ weights), sem_min=float(match.min()),
                          weak_share=float(weights[match < 0.6].sum()), fused_lex_cov=float(match @ weights),
-                         heading_cov=float((tv @ heading.vectors.T).max(axis=1) @ weights))
+                         heading_cov=float((tv @ side.heading_tokens.T).max(axis=1) @ weights))
             rows.append(f)
         # Relative to the other candidates of the same question: the best of a search is usually the
         # answer when any is (the absolute features catch the questions that none answers).

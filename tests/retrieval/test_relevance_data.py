@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 from citetrace.embeddings import Embedder
 
 from services.retrieval import train_relevance
-from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
+from services.retrieval.relevance import (
+    FEATURES,
+    PassageSide,
+    PassageSideStore,
+    RelevanceModel,
+    RelevanceWeights,
+)
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +182,33 @@ def test_a_scored_passage_is_held_with_the_bytes_of_its_vectors():
     model = RelevanceModel(Embedder(), cache_mb=1)
     model.score("When should I arrive?", [("Please arrive 15 minutes early. Bring your card.", "Arrival")])
     ((value, size),) = model._passages.items.values()
-    whole, heading, sentences, _ = value
-    assert size >= whole.vectors.nbytes + heading.vectors.nbytes + sentences.nbytes > 0
+    assert size >= value.whole_tokens.nbytes + value.heading_tokens.nbytes + value.sentences.nbytes > 0
     assert model._passages.used == size
+
+
+def test_a_passage_side_packs_to_float16_and_refuses_another_version_or_a_cut_blob():
+    rng = np.random.default_rng(0)
+    side = PassageSide(rng.standard_normal((7, 384), dtype=np.float32), rng.standard_normal(384, dtype=np.float32),
+                       rng.standard_normal((2, 384), dtype=np.float32), rng.standard_normal(384, dtype=np.float32),
+                       rng.standard_normal((3, 384), dtype=np.float32), frozenset({"arriv", "minut", "ø"}))
+    blob = side.pack()
+    back = PassageSide.unpack(blob)
+    assert back.stems == side.stems and back.whole_tokens.shape == (7, 384) and back.sentences.shape == (3, 384)
+    assert np.abs(back.whole - side.whole).max() < 2e-3 and np.abs(back.heading_tokens - side.heading_tokens).max() < 2e-3
+    assert PassageSide.unpack(back.pack()).whole.tolist() == back.whole.tolist()  # packing is idempotent
+    with pytest.raises(ValueError, match="do not match"):
+        PassageSide.unpack(blob[:-2])
+    with pytest.raises(ValueError, match="passage-side"):
+        PassageSide.unpack(blob.replace(b"passage-side-1", b"passage-side-0"))
+
+
+def test_prepared_passages_score_as_computed_ones_and_are_computed_once(tmp_path):
+    embedder = Embedder()
+    passages = [("Please arrive 15 minutes before your appointment.", "Arrival"),
+                ("Parking is free in the garage for two hours.", "Parking")]
+    stored = RelevanceModel(embedder, store=PassageSideStore(tmp_path / "sides.sqlite"))
+    assert stored.prepare(passages) == 2 and stored.prepare(passages) == 0
+    assert len(stored.store) == 2
+    plain = RelevanceModel(embedder)
+    assert stored.score("When should I get there?", passages) == plain.score("When should I get there?", passages)
+    stored.close()

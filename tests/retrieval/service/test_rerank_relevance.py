@@ -122,3 +122,40 @@ def test_rerank_settings_are_validated():
         Settings(port=0, metrics_port=-1, rerank_backend="remote")
     with pytest.raises(SettingsError, match="rerank_backend"):
         Settings(port=0, metrics_port=-1, rerank_backend="magic")
+
+
+def _counting(monkeypatch, embedder) -> list[str]:
+    """The texts the relevance model's encoder is asked to read from now on."""
+    seen: list[str] = []
+    original = embedder.encode_tokens
+
+    def encode_tokens(texts, batch_size=16):
+        seen.extend(texts)
+        return original(texts, batch_size=batch_size)
+
+    monkeypatch.setattr(embedder, "encode_tokens", encode_tokens)
+    return seen
+
+
+def test_passage_sides_are_computed_when_indexed_and_no_search_computes_them(auth, tmp_path, monkeypatch):
+    with running_service(auth, tmp_path, rerank_backend="embedded", relevance=True) as svc:
+        _ingest(svc, "rr-tenant")
+        preparation = svc.core.passage_sides
+        assert preparation.wait_idle(120)
+        assert len(preparation.model.store) == len(DOCS) and preparation.computed == len(DOCS)
+        seen = _counting(monkeypatch, preparation.model.embedder)
+        question = "Can I just walk in without an appointment?"
+        first = svc.search("rr-tenant", question, k=3)
+        # only the question is encoded (by the rerank and again by the relevance of the kept hits):
+        # every passage side came from the store
+        assert seen and set(seen) == {question}
+    # A restarted service finds them stored: the rebuild at warm-up submits every passage, none is computed,
+    # and its searches score exactly as before.
+    with running_service(auth, tmp_path, rerank_backend="embedded", relevance=True) as svc:
+        preparation = svc.core.passage_sides
+        assert preparation.wait_idle(120) and preparation.computed == 0
+        seen = _counting(monkeypatch, preparation.model.embedder)
+        again = svc.search("rr-tenant", question, k=3)
+        assert seen and set(seen) == {question}
+    assert [(h.passage.identity.passage_id, h.relevance) for h in again.hits] == \
+        [(h.passage.identity.passage_id, h.relevance) for h in first.hits]

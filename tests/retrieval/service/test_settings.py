@@ -47,7 +47,7 @@ def test_embedding_kernels_reach_the_embedder_and_the_relevance_head_keeps_float
     settings = load_settings(Settings, PREFIX, {f"{PREFIX}EMBEDDING_THREADS": "1", f"{PREFIX}RELEVANCE": "true"})
     assert settings.embedding_kernels == "integer"  # the default (SciFact nDCG@10 within 0.005 of float)
     search = Embedder(kernels=settings.embedding_kernels)
-    relevance, _ = make_judgments(settings, search)
+    relevance, _, _ = make_judgments(settings, search)
     # Trained on the float kernels' token vectors: never fed the integer ones.
     assert relevance.embedder is not search and relevance.embedder.kernels == "float"
     floats = load_settings(Settings, PREFIX, {f"{PREFIX}EMBEDDING_KERNELS": "float", f"{PREFIX}RELEVANCE": "true"})
