@@ -345,10 +345,13 @@ class RelevanceModel:
         return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
     def _encode(self, text: str, context: str) -> bytes:
-        """The passage side, packed: the encoder over the passage, its headings and each sentence."""
+        """The passage side, packed: the encoder over the passage, its headings and each sentence. One
+        text per encoder call: in a batch every text is padded to the longest, and the whole passage is
+        up to 256 tokens against a sentence's 20-40 (a SciFact abstract: 210 ms of CPU instead of 960 ms
+        in one batch of 26; the vectors are identical)."""
         sentences = [s for s in _SENTENCE.split(text) if s.strip()][:24] or [text]
         encoded = self.embedder.encode_tokens([f"{context}\n{text}".strip(), context or text, *sentences],
-                                              batch_size=32)
+                                              batch_size=1)
         whole, heading, parts = encoded[0], encoded[1], encoded[2:]
         stems = frozenset(stem(w) for w in re.findall(r"[\w'’-]+", fold(f"{context} {text}")))
         return PassageSide(whole.vectors, whole.sentence, heading.vectors, heading.sentence,
