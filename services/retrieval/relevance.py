@@ -214,10 +214,13 @@ class PassageSideStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        self._closed = False
 
     @property
     def _db(self) -> sqlite3.Connection:
         """Opened on first use (building the service touches no file); called with the lock held."""
+        if self._closed:
+            raise RuntimeError(f"the passage side store {self.path} is closed")
         if self._connection is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(str(self.path), check_same_thread=False)
@@ -254,6 +257,7 @@ class PassageSideStore:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
@@ -270,6 +274,7 @@ class PassagePreparation:
         self._queue: queue.Queue[list[tuple[str, str]] | None] = queue.Queue()
         self._pending = 0
         self._idle = threading.Condition()
+        self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def submit(self, passages: list[tuple[str, str]]) -> None:
@@ -288,6 +293,8 @@ class PassagePreparation:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     def close(self) -> None:
+        """Stops after the passage being encoded (what is left is computed after the next start)."""
+        self._stop.set()
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout=10)
@@ -295,7 +302,8 @@ class PassagePreparation:
     def _run(self) -> None:
         while (batch := self._queue.get()) is not None:
             try:
-                self.computed += self.model.prepare(batch)
+                if not self._stop.is_set():
+                    self.computed += self.model.prepare(batch, self._stop)
             except Exception:  # derived data: the search computes what is missing
                 log.exception("retrieval: preparing %d relevance passage sides failed", len(batch))
             finally:
@@ -377,24 +385,29 @@ class RelevanceModel:
             sides = [side or fresh[key] for key, side in zip(passages, sides, strict=True)]
         return sides
 
-    def prepare(self, passages: list[tuple[str, str]]) -> int:
+    def prepare(self, passages: list[tuple[str, str]], stop: threading.Event | None = None) -> int:
         """Computes and stores the side of every passage (text, context) the store lacks, so that no
         search pays for it (the retrieval core calls it after indexing); returns how many it computed.
-        Without a store the in-memory cache is filled instead (up to its budget)."""
+        Without a store the in-memory cache is filled instead (up to its budget). `stop` set: returns
+        after the passage being encoded, what it computed stored."""
         if self.store is None:
             self._sides(passages)
             return len(passages)
         digests = {self._digest(text, context): (text, context) for text, context in passages}
         missing = self.store.missing(list(digests))
         computed: dict[str, bytes] = {}
+        done = 0
         for digest in missing:
+            if stop is not None and stop.is_set():
+                break
             computed[digest] = self._encode(*digests[digest])
+            done += 1
             if len(computed) >= 32:
                 self.store.put_many(computed)
                 computed = {}
         if computed:
             self.store.put_many(computed)
-        return len(missing)
+        return done
 
     def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:
         """The named features of each passage (text, context = title and heading path, in rank order),

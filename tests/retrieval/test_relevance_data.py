@@ -212,3 +212,22 @@ def test_prepared_passages_score_as_computed_ones_and_are_computed_once(tmp_path
     plain = RelevanceModel(embedder)
     assert stored.score("When should I get there?", passages) == plain.score("When should I get there?", passages)
     stored.close()
+
+
+def test_closing_stops_the_background_preparation_after_the_passage_in_hand(tmp_path):
+    import time
+
+    from services.retrieval.relevance import PassagePreparation
+
+    model = RelevanceModel(Embedder(), store=PassageSideStore(tmp_path / "sides.sqlite"))
+    preparation = PassagePreparation(model)
+    passages = [(f"Synthetic rule number {i}: arrive {i} minutes early. Bring your card.", "Rules") for i in range(400)]
+    preparation.submit(passages)
+    time.sleep(0.3)
+    started = time.monotonic()
+    preparation.close()
+    assert time.monotonic() - started < 5
+    assert 0 < len(model.store) < len(passages)  # what was computed is stored; the rest waits for the next start
+    model.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        model.store.missing(["x"])
