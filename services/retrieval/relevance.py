@@ -321,6 +321,9 @@ class RelevanceModel:
         self._weights = weights
         self.idf = shipped_idf()
         self._passages = _LRU(cache_mb * 1024 * 1024)
+        # The question's token vectors, for the searches that judge one question twice (the embedded
+        # rerank over the candidates, then the relevance of the hits kept) and for repeated questions.
+        self._questions = _LRU(4 * 1024 * 1024)
         self.store = store
 
     @property
@@ -412,7 +415,10 @@ class RelevanceModel:
     def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:
         """The named features of each passage (text, context = title and heading path, in rank order),
         from one encoder run for the question."""
-        q = self.embedder.encode_tokens([question])[0]
+        q = self._questions.get(question)
+        if q is None:
+            q = self.embedder.encode_tokens([question])[0]
+            self._questions.put(question, q, q.vectors.nbytes + 4 * EMBEDDING_WIDTH + len(question))
         terms = key_terms(question)
         spans = [m.span() for m in re.finditer(r"[\w'’-]+", question)]
         words = [fold(question[s:e]) for s, e in spans]
