@@ -394,8 +394,9 @@ class RelevanceModel:
         Without a store the in-memory cache is filled instead (up to its budget). `stop` set: returns
         after the passage being encoded, what it computed stored."""
         if self.store is None:
-            self._sides(passages)
-            return len(passages)
+            absent = [key for key in passages if self._passages.get(key) is None]
+            self._sides(absent)
+            return len(absent)
         digests = {self._digest(text, context): (text, context) for text, context in passages}
         missing = self.store.missing(list(digests))
         computed: dict[str, bytes] = {}

@@ -231,3 +231,9 @@ def test_closing_stops_the_background_preparation_after_the_passage_in_hand(tmp_
     model.close()
     with pytest.raises(RuntimeError, match="closed"):
         model.store.missing(["x"])
+
+
+def test_without_a_store_prepare_fills_the_memory_cache_and_counts_only_what_it_computed():
+    model = RelevanceModel(Embedder())
+    passages = [("Please arrive 15 minutes before your appointment.", "Arrival")]
+    assert model.prepare(passages) == 1 and model.prepare(passages) == 0
