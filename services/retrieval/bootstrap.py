@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import NamedTuple
 
 from citetrace.embeddings import Embedder
 from citetrace.kit.auth import AuthSettings, auth_from_environment
@@ -42,9 +43,21 @@ def make_backend(settings: Settings) -> SearchBackend:
                       f"search backend {settings.backend!r} is not available in this build; use 'embedded'")
 
 
-def make_judgments(settings: Settings, embedder):
-    """The relevance gate's model (or None), the reranker the settings name, and the background
-    preparation of passage sides when either needs the relevance model; models load in warm-up."""
+class Judgments(NamedTuple):
+    """What make_judgments builds: the relevance gate's model (None when the gate is off), the
+    reranker, and the relevance model with its background passage-side preparation (both None unless
+    the gate or the embedded rerank reads it)."""
+
+    gate: object
+    reranker: object
+    preparation: object
+    model: object
+
+
+def make_judgments(settings: Settings, embedder) -> Judgments:
+    """The judgments the settings name; models load in warm-up. The relevance model
+    encodes with the search's own embedder (train_relevance.py trains on the same kernels), so one
+    encoder run per search gives the query vector and the question's token vectors."""
     from services.retrieval.relevance import (
         PassagePreparation,
         PassageSideStore,
@@ -55,11 +68,6 @@ def make_judgments(settings: Settings, embedder):
 
     relevance = preparation = None
     if settings.relevance or settings.rerank_backend == "embedded":
-        # The relevance head was trained on the float kernels' token vectors (train_relevance.py):
-        # with integer kernels for search it keeps a float embedder of its own.
-        if settings.embedding_kernels != "float":
-            embedder = Embedder(max_tokens=settings.embedding_max_tokens, kernels="float",
-                                intra_op_threads=settings.embedding_threads or None)
         relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file),
                                    cache_mb=settings.relevance_cache_mb,
                                    store=PassageSideStore(settings.resolved_relevance_store_path()))
@@ -71,7 +79,7 @@ def make_judgments(settings: Settings, embedder):
                                 settings.rerank_timeout_seconds)
     else:
         reranker = NoRerank()
-    return (relevance if settings.relevance else None), reranker, preparation
+    return Judgments(relevance if settings.relevance else None, reranker, preparation, relevance)
 
 
 def make_store(settings: Settings) -> Store:
@@ -148,10 +156,11 @@ def build(settings: Settings, *, auth: AuthSettings | None = None, store: Store 
     store = store or make_store(settings)
     embedder = embedder or Embedder(max_tokens=settings.embedding_max_tokens, kernels=settings.embedding_kernels,
                                     intra_op_threads=settings.embedding_threads or None)
-    relevance, reranker, preparation = make_judgments(settings, embedder)
+    judgments = make_judgments(settings, embedder)
     core = RetrievalCore(settings, store=store, backend=backend or make_backend(settings), embedder=embedder,
                          extractors=extractors or default_extractors(settings.max_source_pages),
-                         reranker=reranker, relevance=relevance, passage_sides=preparation)
+                         reranker=judgments.reranker, relevance=judgments.gate,
+                         passage_sides=judgments.preparation, questions=judgments.model)
     relay = version_event_relay(settings, store, auth)
     if relay is not None:
         core.on_version_events = relay.wake

@@ -269,7 +269,7 @@ class RetrievalCore:
 
     def __init__(self, settings: Settings, *, store: Store, backend: SearchBackend, embedder: Embedder,
                  extractors: Extractors, reranker: Reranker | None = None, relevance=None,
-                 passage_sides=None) -> None:
+                 passage_sides=None, questions=None) -> None:
         self.settings = settings
         self.extractors = extractors
         self.backend = backend
@@ -286,6 +286,12 @@ class RetrievalCore:
         # relevance.PassagePreparation when the gate or the embedded rerank reads passages: each indexed
         # passage's side is computed in the background, not in the first search over it.
         self.passage_sides = passage_sides
+        # The RelevanceModel the embedded rerank or the gate reads (None when neither does): its encoder
+        # run over the question also gives the query vector, so a search encodes its question once.
+        if questions is not None and questions.embedder.model_id != embedder.model_id:
+            raise ValueError(f"the relevance model encodes with {questions.embedder.model_id}, the search with "
+                             f"{embedder.model_id}: the query vector could not be shared")
+        self.questions = questions
         # Derived, in-memory view for fast hit resolution: passage_id -> (passage, text) and
         # (tenant, version_id) -> version. Rebuilt from the store; updated on every write.
         self._passages: dict[str, tuple[PassageRecord, str]] = {}
@@ -805,7 +811,7 @@ class RetrievalCore:
             vector = None
             if cmd.mode != "lexical":
                 with stage(SERVICE, "retrieval.embed"):
-                    vector = self.query_vectors.embed(self.embedder, cmd.query)
+                    vector = self._query_vector(cmd.query)
             lexical, dense = self._candidate_lists(cmd.query, vector, scope, fusion)
             depth = max(cmd.k, self.settings.rerank_depth) if self.reranker.name != "none" else cmd.k
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
@@ -818,6 +824,11 @@ class RetrievalCore:
         return SearchResult(hits=hits, backend=self.backend.name, index_generation=generation, k=cmd.k,
                             fusion=fusion, embedding_model_id=self.embedder.model_id, filters=filters,
                             rerank=rerank)
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        if self.questions is not None and (self.reranker.name == "embedded" or self.relevance is not None):
+            return self.questions.question(query).sentence
+        return self.query_vectors.embed(self.embedder, query)
 
     def _rerank(self, query: str, hits: list[SearchHitResult], k: int) -> tuple[list[SearchHitResult], RerankInfo]:
         """The rerank stage (after fusion, before any context budget) and the relevance of every hit."""

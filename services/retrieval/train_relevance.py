@@ -272,9 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     from sklearn.model_selection import GroupKFold
 
     from services.retrieval.relevance import FEATURES, RelevanceModel, RelevanceWeights
+    from services.retrieval.settings import Settings
 
     pairs = labelled_pairs(("tune", "test", "heldout"))
-    embedder = Embedder()
+    # The service's embedder (its kernels and truncation): the relevance model shares the search's
+    # encoder run (services/retrieval/bootstrap.make_judgments), so the head learns those vectors.
+    service = Settings()
+    embedder = Embedder(max_tokens=service.embedding_max_tokens, kernels=service.embedding_kernels)
 
     X = featurise(pairs, RelevanceModel(embedder))
     y = np.array([p["label"] for p in pairs])
@@ -312,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             return [[float(f"{v:.7g}") for v in row] if np.ndim(row) else float(f"{row:.7g}")
                     for row in np.asarray(a, dtype=np.float64)]
 
-        body = {"version": version, "features": list(FEATURES),
+        body = {"version": version, "features": list(FEATURES), "embedding_model": embedder.model_id,
                 "head": f"MLP {HIDDEN} ReLU, alpha {ALPHA}", "mean": rounded(scaler.mean_), "scale": rounded(scale),
                 "hidden_weights": rounded(mlp.coefs_[0]), "hidden_bias": rounded(mlp.intercepts_[0]),
                 "output_weights": rounded(mlp.coefs_[1][:, 0]), "output_bias": float(f"{mlp.intercepts_[1][0]:.7g}"),
@@ -350,8 +354,6 @@ def main(argv: list[str] | None = None) -> int:
                                "score": round(float(s), 3)} for p, s in zip(pairs, scores, strict=True)
                               # the held-out half is reported in aggregate only: its items stay unread
                               if p["split"] == "test" and (s >= threshold) != bool(p["label"])]}
-    from services.retrieval.settings import Settings
-
     report["cpu_ms_per_search"] = search_cost(RelevanceWeights(WEIGHTS) if not args.report_only else weights,
                                               embedder, Settings().rerank_depth)
     print(json.dumps({k: v for k, v in report.items() if k != "test_errors"}, indent=1))

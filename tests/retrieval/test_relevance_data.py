@@ -186,20 +186,29 @@ def test_a_scored_passage_is_held_with_the_bytes_of_its_vectors():
     assert model._passages.used == size
 
 
-def test_a_passage_side_packs_to_float16_and_refuses_another_version_or_a_cut_blob():
+def test_a_passage_side_packs_to_int8_rows_and_refuses_another_version_or_a_cut_blob():
     rng = np.random.default_rng(0)
-    side = PassageSide(rng.standard_normal((7, 384), dtype=np.float32), rng.standard_normal(384, dtype=np.float32),
-                       rng.standard_normal((2, 384), dtype=np.float32), rng.standard_normal(384, dtype=np.float32),
-                       rng.standard_normal((3, 384), dtype=np.float32), frozenset({"arriv", "minut", "ø"}))
+
+    def unit(rows: int) -> np.ndarray:  # the encoder's vectors are unit rows
+        m = rng.standard_normal((rows, 384)).astype(np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    side = PassageSide(unit(7), unit(1)[0], unit(2), unit(1)[0], unit(3), frozenset({"arriv", "minut", "ø"}))
     blob = side.pack()
+    assert len(blob) < 14 * (384 + 4) + 200  # one byte a component, a float32 scale a row, the header
     back = PassageSide.unpack(blob)
     assert back.stems == side.stems and back.whole_tokens.shape == (7, 384) and back.sentences.shape == (3, 384)
-    assert np.abs(back.whole - side.whole).max() < 2e-3 and np.abs(back.heading_tokens - side.heading_tokens).max() < 2e-3
+    for original, read in ((side.whole_tokens, back.whole_tokens), (side.heading_tokens, back.heading_tokens),
+                           (side.sentences, back.sentences), (side.whole[None], back.whole[None])):
+        # each component within half a step of its row's scale (the row's largest magnitude / 127)
+        bound = np.abs(original).max(axis=1, keepdims=True) / 254 + 1e-7
+        assert (np.abs(read - original) <= bound).all()
+        assert np.abs((read * original).sum(axis=1) - (original * original).sum(axis=1)).max() < 2e-3
     assert PassageSide.unpack(back.pack()).whole.tolist() == back.whole.tolist()  # packing is idempotent
     with pytest.raises(ValueError, match="do not match"):
         PassageSide.unpack(blob[:-2])
     with pytest.raises(ValueError, match="passage-side"):
-        PassageSide.unpack(blob.replace(b"passage-side-1", b"passage-side-0"))
+        PassageSide.unpack(blob.replace(b"passage-side-2", b"passage-side-1"))
 
 
 def test_prepared_passages_score_as_computed_ones_and_are_computed_once(tmp_path):

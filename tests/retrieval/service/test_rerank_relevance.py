@@ -125,15 +125,20 @@ def test_rerank_settings_are_validated():
 
 
 def _counting(monkeypatch, embedder) -> list[str]:
-    """The texts the relevance model's encoder is asked to read from now on."""
+    """The texts the encoder is asked to read from now on, for token vectors or for a search vector."""
     seen: list[str] = []
-    original = embedder.encode_tokens
+    tokens, vectors = embedder.encode_tokens, embedder.embed
 
     def encode_tokens(texts, batch_size=16):
         seen.extend(texts)
-        return original(texts, batch_size=batch_size)
+        return tokens(texts, batch_size=batch_size)
+
+    def embed(texts, batch_size=16):
+        seen.extend(texts)
+        return vectors(texts, batch_size=batch_size)
 
     monkeypatch.setattr(embedder, "encode_tokens", encode_tokens)
+    monkeypatch.setattr(embedder, "embed", embed)
     return seen
 
 
@@ -143,18 +148,19 @@ def test_passage_sides_are_computed_when_indexed_and_no_search_computes_them(aut
         preparation = svc.core.passage_sides
         assert preparation.wait_idle(120)
         assert len(preparation.model.store) == len(DOCS) and preparation.computed == len(DOCS)
-        seen = _counting(monkeypatch, preparation.model.embedder)
+        assert preparation.model.embedder is svc.core.embedder  # one encoder for the search and the judgments
+        seen = _counting(monkeypatch, svc.core.embedder)
         question = "Can I just walk in without an appointment?"
         first = svc.search("rr-tenant", question, k=3)
-        # only the question is encoded, once for the rerank and the relevance of the kept hits: every
-        # passage side came from the store
+        # only the question is encoded, once for the query vector, the rerank and the relevance of the kept
+        # hits: every passage side came from the store
         assert seen == [question]
     # A restarted service finds them stored: the rebuild at warm-up submits every passage, none is computed,
     # and its searches score exactly as before.
     with running_service(auth, tmp_path, rerank_backend="embedded", relevance=True) as svc:
         preparation = svc.core.passage_sides
         assert preparation.wait_idle(120) and preparation.computed == 0
-        seen = _counting(monkeypatch, preparation.model.embedder)
+        seen = _counting(monkeypatch, svc.core.embedder)
         again = svc.search("rr-tenant", question, k=3)
         assert seen == [question]
     assert [(h.passage.identity.passage_id, h.relevance) for h in again.hits] == \

@@ -39,17 +39,21 @@ def test_the_opensearch_backend_is_selected_by_configuration(tmp_path):
     assert spec.servicer.core.backend.name == "opensearch"
 
 
-def test_embedding_kernels_reach_the_embedder_and_the_relevance_head_keeps_float():
+def test_embedding_kernels_reach_the_embedder_and_the_relevance_model_shares_it():
     from citetrace.embeddings import Embedder
 
     from services.retrieval.bootstrap import make_judgments
+    from services.retrieval.relevance import RelevanceWeights
 
     settings = load_settings(Settings, PREFIX, {f"{PREFIX}EMBEDDING_THREADS": "1", f"{PREFIX}RELEVANCE": "true"})
     assert settings.embedding_kernels == "integer"  # the default (SciFact nDCG@10 within 0.005 of float)
     search = Embedder(kernels=settings.embedding_kernels)
-    relevance, _, _ = make_judgments(settings, search)
-    # Trained on the float kernels' token vectors: never fed the integer ones.
-    assert relevance.embedder is not search and relevance.embedder.kernels == "float"
-    floats = load_settings(Settings, PREFIX, {f"{PREFIX}EMBEDDING_KERNELS": "float", f"{PREFIX}RELEVANCE": "true"})
-    shared = Embedder()
-    assert make_judgments(floats, shared)[0].embedder is shared
+    judgments = make_judgments(settings, search)
+    # One encoder for the search and the relevance model (a search encodes its question once), and the
+    # shipped head was trained on exactly that embedder's vectors.
+    assert judgments.gate is judgments.model and judgments.model.embedder is search
+    assert RelevanceWeights().embedding_model == search.model_id
+    off = make_judgments(load_settings(Settings, PREFIX, {}), search)
+    assert off.gate is None and off.model is None and off.preparation is None and off.reranker.name == "none"
+    rerank_only = make_judgments(load_settings(Settings, PREFIX, {f"{PREFIX}RERANK_BACKEND": "embedded"}), search)
+    assert rerank_only.gate is None and rerank_only.model is rerank_only.reranker.relevance
