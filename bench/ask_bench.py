@@ -147,6 +147,29 @@ def parse_histograms(text: str) -> dict:
     return out
 
 
+def gauge_value(url: str, metric: str) -> float:
+    """The sum of a gauge's samples on a metrics endpoint (0 when it exports none)."""
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    return sum(sample.value for family in text_string_to_metric_families(text) if family.name == metric
+               for sample in family.samples)
+
+
+def wait_passage_sides(url: str, timeout: float = 3600.0) -> float:
+    """Waits until retrieval has computed the relevance passage side of every indexed passage (the
+    embedded rerank's background work after indexing: not part of an Ask); returns the seconds waited."""
+    started = time.monotonic()
+    last = -1.0
+    while (pending := gauge_value(url, "citetrace_retrieval_passage_sides_pending")) > 0:
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"retrieval still has {pending:.0f} passage sides to compute after {timeout:.0f}s")
+        if pending != last:
+            progress(f"  {pending:.0f} passages' relevance sides still being computed")
+            last = pending
+        time.sleep(5)
+    return round(time.monotonic() - started, 1)
+
+
 def scrape(urls: list[str]) -> dict:
     merged: dict = {}
     for url in urls:
@@ -312,6 +335,8 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
     retrieval, scheduler, generation, validator, trace = (spec.servicer for spec in specs)
     for spec in specs:
         spec.warm_up()
+    if retrieval.core.passage_sides is not None:  # the stack computed them into the same store: a check
+        retrieval.core.passage_sides.wait_idle(3600)
 
     def deliver(record):
         with call_context(Principal(record.tenant_id, "orchestrator", ("service",)), None, 5.0):
@@ -478,6 +503,8 @@ def main() -> int:
             progress(f"ingested in {result['scifact_ingest']['seconds']}s "
                      f"({result['scifact_ingest']['docs_per_s']} docs/s)")
             urls = [f"http://127.0.0.1:{BY_NAME[s.name].metrics_port + stack.offset}/metrics" for s in SERVICES]
+            result["scifact_ingest"]["passage_sides_wait_seconds"] = wait_passage_sides(
+                f"http://127.0.0.1:{BY_NAME['retrieval'].metrics_port + stack.offset}/metrics")
             ask, channel = grpc_asker(stack)
             # Warm-up over the whole mix once: channels, JIT paths and the per-text caches (the
             # validator's token vectors, ...); with 120 asks the first level measured ~100 questions

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from citetrace.idf import shipped as shipped_idf
+from citetrace.kit.metrics import RELEVANCE_SIDES_PENDING
 from citetrace.textnorm import STOPWORDS, fold, stem
 
 log = logging.getLogger(__name__)
@@ -284,6 +285,7 @@ class PassagePreparation:
         self.computed = 0
         self._queue: queue.Queue[list[tuple[str, str]] | None] = queue.Queue()
         self._pending = 0
+        self._passages_pending = 0  # exported as citetrace_retrieval_passage_sides_pending
         self._idle = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -296,6 +298,8 @@ class PassagePreparation:
                 self._thread = threading.Thread(target=self._run, name="relevance-passage-sides", daemon=True)
                 self._thread.start()
             self._pending += 1
+            self._passages_pending += len(passages)
+            RELEVANCE_SIDES_PENDING.labels("retrieval").set(self._passages_pending)
         self._queue.put(list(passages))
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -320,6 +324,8 @@ class PassagePreparation:
             finally:
                 with self._idle:
                     self._pending -= 1
+                    self._passages_pending -= len(batch)
+                    RELEVANCE_SIDES_PENDING.labels("retrieval").set(self._passages_pending)
                     self._idle.notify_all()
 
 

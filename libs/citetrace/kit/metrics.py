@@ -117,6 +117,11 @@ SLOT_READ_AGE = Histogram(
     ["service"],
     buckets=FRESHNESS_BUCKETS,
 )
+RELEVANCE_SIDES_PENDING = Gauge(
+    "citetrace_retrieval_passage_sides_pending",
+    "Indexed passages whose relevance passage side (the rerank's and the gate's features) is not computed yet.",
+    ["service"],
+)
 TRACE_OUTBOX_PENDING = Gauge(
     "citetrace_trace_outbox_pending",
     "Trace records waiting in the durable local outbox for the trace service.",

@@ -42,7 +42,9 @@ def world(request, auth, tmp_path_factory):
     data = tmp_path_factory.mktemp("fuzz-retrieval")
     with contextlib.ExitStack() as stack:
         if request.param == "sqlite":
-            overrides, counts = {}, fuzzing.directory_counts(data)
+            # passage_sides: derived data the background worker writes after an ingest, behind the call
+            # (a later call that fails may see it grow); every other table is written by calls only.
+            overrides, counts = {}, fuzzing.directory_counts(data, skip=("passage_sides",))
         else:
             url = stack.enter_context(fuzzing.postgres_database())
             overrides, counts = {"database_url": url}, fuzzing.sql_counts(url)

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
-from .conftest import T2024, T2025, failure
+from .conftest import T2024, T2025, failure, running_service
 
 Q = "when should I arrive for my appointment"
 
@@ -150,20 +150,29 @@ def test_hits_carry_labels_scores_ranks_and_the_settings_used(svc, world):
     assert all(h.lexical_rank == 0 and h.vector_rank == h.fused_rank for h in vector.hits)
 
 
-def test_ties_break_by_passage_id_and_order_is_repeatable(svc):
-    tenant = "scope-ties"
-    # The same words in a different order: equal BM25 scores in every document.
-    for i, text in enumerate(["walk-ins accepted never", "never accepted walk-ins", "accepted never walk-ins",
-                              "walk-ins never accepted"]):
-        svc.ingest(tenant, f"tie-{i}", text)
-    lexical = svc.search(tenant, "walk-ins accepted", k=10, mode=pb.SEARCH_MODE_LEXICAL)
+TIES = ["walk-ins accepted never", "never accepted walk-ins", "accepted never walk-ins", "walk-ins never accepted"]
+
+
+def test_fused_ties_break_by_passage_id(auth, tmp_path):
+    # The fused order's tie-break, so without the rerank (which orders by each passage's relevance).
+    with running_service(auth, tmp_path, rerank_backend="none") as plain:
+        # The same words in a different order: equal BM25 scores in every document.
+        for i, text in enumerate(TIES):
+            plain.ingest("scope-ties", f"tie-{i}", text)
+        lexical = plain.search("scope-ties", "walk-ins accepted", k=10, mode=pb.SEARCH_MODE_LEXICAL)
     scores = {h.lexical_score for h in lexical.hits}
     assert len(lexical.hits) == 4 and len(scores) == 1
     ids = [h.passage.identity.passage_id for h in lexical.hits]
     assert ids == sorted(ids)
-    hybrid = [[h.passage.identity.passage_id for h in svc.search(tenant, "walk-ins accepted", k=10).hits]
-              for _ in range(3)]
-    assert hybrid[0] == hybrid[1] == hybrid[2]
+
+
+def test_search_order_is_repeatable(svc):
+    for i, text in enumerate(TIES):
+        svc.ingest("scope-ties", f"tie-{i}", text)
+    for mode in (pb.SEARCH_MODE_LEXICAL, pb.SEARCH_MODE_HYBRID):
+        orders = [[h.passage.identity.passage_id for h in svc.search("scope-ties", "walk-ins accepted", k=10,
+                                                                      mode=mode).hits] for _ in range(3)]
+        assert len(orders[0]) == 4 and orders[0] == orders[1] == orders[2]
 
 
 @pytest.mark.parametrize(("kwargs", "code", "reason"), [

@@ -53,7 +53,8 @@ def test_embedding_kernels_reach_the_embedder_and_the_relevance_model_shares_it(
     # shipped head was trained on exactly that embedder's vectors.
     assert judgments.gate is judgments.model and judgments.model.embedder is search
     assert RelevanceWeights().embedding_model == search.model_id
-    off = make_judgments(load_settings(Settings, PREFIX, {}), search)
+    assert load_settings(Settings, PREFIX, {}).rerank_backend == "embedded"  # the default
+    off = make_judgments(load_settings(Settings, PREFIX, {f"{PREFIX}RERANK_BACKEND": "none"}), search)
     assert off.gate is None and off.model is None and off.preparation is None and off.reranker.name == "none"
     rerank_only = make_judgments(load_settings(Settings, PREFIX, {f"{PREFIX}RERANK_BACKEND": "embedded"}), search)
     assert rerank_only.gate is None and rerank_only.model is rerank_only.reranker.relevance
