@@ -118,12 +118,12 @@ def main() -> int:
         if not answering:
             continue  # unanswerable, or its answer is not in the pool
         scope = ScopeFilter(q["tenant"], (), (), (), None, datetime.now(UTC))
-        vector = relevance.question(q["question"]).sentence  # the service's query vector (one encoder run)
-        hits = indexes[q["tenant"]].search(SearchQuery(q["question"], vector, scope, settings.rerank_depth,
+        encoded = relevance.question(q["question"])  # one encoder run: the query vector and the rerank's input
+        hits = indexes[q["tenant"]].search(SearchQuery(q["question"], encoded.sentence, scope, settings.rerank_depth,
                                                        fusion))[: settings.rerank_depth]
         fused = [int(h.passage_id) for h in hits]
         outcome = rerank.rerank(q["question"], [(pool[i]["text"], pool[i]["context"]) for i in fused],
-                                [h.fused_score for h in hits])
+                                [h.fused_score for h in hits], encoded)
         reranked = [fused[j] for j in reorder(outcome.scores, list(range(1, len(fused) + 1)))]
         row = ranks.setdefault(q["split"], {"none": [], "embedded": []})
         row["none"].append(first_answering_rank(fused, answering))

@@ -70,7 +70,8 @@ def make_judgments(settings: Settings, embedder) -> Judgments:
     if settings.relevance or settings.rerank_backend == "embedded":
         relevance = RelevanceModel(embedder, RelevanceWeights(settings.relevance_weights_file),
                                    cache_mb=settings.relevance_cache_mb,
-                                   store=PassageSideStore(settings.resolved_relevance_store_path()))
+                                   store=PassageSideStore(settings.resolved_relevance_store_path()),
+                                   question_cache=settings.query_cache_size > 0)
         preparation = PassagePreparation(relevance)
     if settings.rerank_backend == "embedded":
         reranker = EmbeddedRerank(relevance, settings.rerank_weight)

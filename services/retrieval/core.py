@@ -808,16 +808,16 @@ class RetrievalCore:
         with stage(SERVICE, "retrieval.search", k=cmd.k, mode=cmd.mode, backend=self.backend.name,
                    tenant=principal.tenant_id) as span:
             generation = self.backend.generation()
-            vector = None
-            if cmd.mode != "lexical":
+            vector = encoded = None
+            if cmd.mode != "lexical" or self._judges_question():
                 with stage(SERVICE, "retrieval.embed"):
-                    vector = self._query_vector(cmd.query)
+                    vector, encoded = self._encode_query(cmd.query, cmd.mode)
             lexical, dense = self._candidate_lists(cmd.query, vector, scope, fusion)
             depth = max(cmd.k, self.settings.rerank_depth) if self.reranker.name != "none" else cmd.k
             with stage(SERVICE, "retrieval.fuse", method=fusion.method):
                 fused = fuse(lexical, dense, fusion, limit=depth)
             hits = self._resolve(principal.tenant_id, fused, scope)
-            hits, rerank = self._rerank(cmd.query, hits, cmd.k)
+            hits, rerank = self._rerank(cmd.query, hits, cmd.k, encoded)
             set_attributes(span, hits=len(hits), empty=not hits)
         if not hits:
             RETRIEVAL_EMPTY.inc()
@@ -825,12 +825,20 @@ class RetrievalCore:
                             fusion=fusion, embedding_model_id=self.embedder.model_id, filters=filters,
                             rerank=rerank)
 
-    def _query_vector(self, query: str) -> np.ndarray:
-        if self.questions is not None and (self.reranker.name == "embedded" or self.relevance is not None):
-            return self.questions.question(query).sentence
-        return self.query_vectors.embed(self.embedder, query)
+    def _judges_question(self) -> bool:
+        """Whether the embedded rerank or the gate reads the question's token vectors."""
+        return self.questions is not None and (self.reranker.name == "embedded" or self.relevance is not None)
 
-    def _rerank(self, query: str, hits: list[SearchHitResult], k: int) -> tuple[list[SearchHitResult], RerankInfo]:
+    def _encode_query(self, query: str, mode: str) -> tuple[np.ndarray | None, object]:
+        """(query vector or None in lexical mode, the question's token vectors or None): one encoder run
+        gives both when the judgments read the question."""
+        if self._judges_question():
+            encoded = self.questions.question(query)
+            return (None if mode == "lexical" else encoded.sentence), encoded
+        return self.query_vectors.embed(self.embedder, query), None
+
+    def _rerank(self, query: str, hits: list[SearchHitResult], k: int,
+                encoded=None) -> tuple[list[SearchHitResult], RerankInfo]:
         """The rerank stage (after fusion, before any context budget) and the relevance of every hit."""
         candidates = [judged_passage(h.version, h.passage, h.text) for h in hits]
         info = RerankInfo(relevance_model=self.relevance.version if self.relevance else "",
@@ -839,7 +847,7 @@ class RetrievalCore:
         if self.reranker.name != "none" and hits:
             started = time.perf_counter()
             with stage(SERVICE, "retrieval.rerank", backend=self.reranker.name, candidates=len(hits)) as span:
-                outcome = self.reranker.rerank(query, candidates, [h.fused_score for h in hits])
+                outcome = self.reranker.rerank(query, candidates, [h.fused_score for h in hits], encoded)
                 set_attributes(span, fallback=outcome.fallback)
             order = reorder(outcome.scores, [h.fused_rank for h in hits])
             hits = [dataclasses.replace(hits[i], rerank_score=outcome.scores[i], rerank_rank=rank)
@@ -850,7 +858,8 @@ class RetrievalCore:
         hits = hits[:k]
         if self.relevance is not None and hits:
             with stage(SERVICE, "retrieval.relevance", hits=len(hits)):
-                judged = self.relevance.judge(query, [judged_passage(h.version, h.passage, h.text) for h in hits])
+                judged = self.relevance.judge(query, [judged_passage(h.version, h.passage, h.text) for h in hits],
+                                              encoded)
             hits = [dataclasses.replace(h, relevance=s, relevant=relevant)
                     for h, (s, relevant) in zip(hits, judged, strict=True)]
         return [dataclasses.replace(h, label=f"S{i}") for i, h in enumerate(hits, start=1)], info

@@ -333,14 +333,14 @@ class RelevanceModel:
     """question x passages -> calibrated probabilities that each passage answers the question."""
 
     def __init__(self, embedder, weights: RelevanceWeights | None = None, cache_mb: int = 256,
-                 store: PassageSideStore | None = None) -> None:
+                 store: PassageSideStore | None = None, question_cache: bool = True) -> None:
         self.embedder = embedder
         self._weights = weights
         self.idf = shipped_idf()
         self._passages = _LRU(cache_mb * 1024 * 1024)
-        # The question's token vectors, for the searches that judge one question twice (the embedded
-        # rerank over the candidates, then the relevance of the hits kept) and for repeated questions.
-        self._questions = _LRU(4 * 1024 * 1024)
+        # Repeated questions' token vectors (off with the search's query-vector cache: a search hands its
+        # one encoding to the rerank and the gate itself, RetrievalCore._search_question).
+        self._questions = _LRU(4 * 1024 * 1024) if question_cache else None
         self.store = store
 
     @property
@@ -438,16 +438,18 @@ class RelevanceModel:
         """The question's token vectors and pooled vector (one encoder run, remembered): the search's
         query vector is this pooled vector when the rerank or the gate will read the question (the
         retrieval core), so a search encodes its question once."""
+        if self._questions is None:
+            return self.embedder.encode_tokens([text])[0]
         q = self._questions.get(text)
         if q is None:
             q = self.embedder.encode_tokens([text])[0]
             self._questions.put(text, q, q.vectors.nbytes + 4 * EMBEDDING_WIDTH + len(text))
         return q
 
-    def features(self, question: str, passages: list[tuple[str, str]]) -> list[dict[str, float]]:
+    def features(self, question: str, passages: list[tuple[str, str]], encoded=None) -> list[dict[str, float]]:
         """The named features of each passage (text, context = title and heading path, in rank order),
-        from one encoder run for the question."""
-        q = self.question(question)
+        from one encoder run for the question (`encoded`: that run's output, when the caller has it)."""
+        q = encoded if encoded is not None else self.question(question)
         terms = key_terms(question)
         spans = [m.span() for m in re.finditer(r"[\w'’-]+", question)]
         words = [fold(question[s:e]) for s, e in spans]
@@ -499,18 +501,18 @@ class RelevanceModel:
                 r[name] = 1.0 if i == best else 0.0
         return rows
 
-    def inputs(self, question: str, passages: list[tuple[str, str]]) -> np.ndarray:
+    def inputs(self, question: str, passages: list[tuple[str, str]], encoded=None) -> np.ndarray:
         """(candidates, inputs): the named features in FEATURES order."""
         if not passages:
             return np.zeros((0, len(FEATURES)))
-        return np.array([[r[n] for n in FEATURES] for r in self.features(question, passages)])
+        return np.array([[r[n] for n in FEATURES] for r in self.features(question, passages, encoded)])
 
-    def score(self, question: str, passages: list[tuple[str, str]]) -> list[float]:
+    def score(self, question: str, passages: list[tuple[str, str]], encoded=None) -> list[float]:
         if not passages:
             return []
-        return [round(float(p), 4) for p in self.weights.probabilities(self.inputs(question, passages))]
+        return [round(float(p), 4) for p in self.weights.probabilities(self.inputs(question, passages, encoded))]
 
-    def judge(self, question: str, passages: list[tuple[str, str]]) -> list[tuple[float, bool]]:
+    def judge(self, question: str, passages: list[tuple[str, str]], encoded=None) -> list[tuple[float, bool]]:
         """(probability, relevant) per passage, relevant as relevant_flags decides."""
-        scores = self.score(question, passages)
+        scores = self.score(question, passages, encoded)
         return list(zip(scores, relevant_flags(scores, self.threshold, self.best_threshold), strict=True))

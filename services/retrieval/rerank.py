@@ -38,8 +38,10 @@ class Reranker(Protocol):
     def warm_up(self) -> None:
         """Heavy set-up (model files) at start-up, not on the first search."""
 
-    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float]) -> RerankOutcome:
-        """candidates: (text, context = title and heading path) in fused order; fused: their fused scores."""
+    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float],
+               encoded=None) -> RerankOutcome:
+        """candidates: (text, context = title and heading path) in fused order; fused: their fused scores;
+        encoded: the query's token vectors when the search has encoded it (read by `embedded`)."""
 
 
 class NoRerank:
@@ -49,7 +51,8 @@ class NoRerank:
     def warm_up(self) -> None:
         pass
 
-    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float]) -> RerankOutcome:
+    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float],
+               encoded=None) -> RerankOutcome:
         return RerankOutcome(list(fused))
 
 
@@ -76,8 +79,9 @@ class EmbeddedRerank:
     def warm_up(self) -> None:
         self.relevance.warm_up()
 
-    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float]) -> RerankOutcome:
-        relevance = self.relevance.score(query, candidates)
+    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float],
+               encoded=None) -> RerankOutcome:
+        relevance = self.relevance.score(query, candidates, encoded)
         scaled = _minmax(fused)
         return RerankOutcome([round(self.weight * r + (1 - self.weight) * f, 6)
                               for r, f in zip(relevance, scaled, strict=True)])
@@ -105,7 +109,8 @@ class RemoteRerank:
     def warm_up(self) -> None:
         pass
 
-    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float]) -> RerankOutcome:
+    def rerank(self, query: str, candidates: list[tuple[str, str]], fused: list[float],
+               encoded=None) -> RerankOutcome:
         texts = [f"{context}\n{text}".strip() for text, context in candidates]
         body: dict = {"query": query, "texts": texts, "documents": texts, "raw_scores": False}
         if self._model:

@@ -100,13 +100,13 @@ def test_judge_holds_the_best_candidate_to_the_lower_bar_and_every_other_to_the_
     weights = model.weights
     monkeypatch.setattr(weights, "threshold", 0.7)
     monkeypatch.setattr(weights, "best_threshold", 0.3)
-    monkeypatch.setattr(model, "score", lambda question, passages: [0.4, 0.35, 0.8][:len(passages)])
+    monkeypatch.setattr(model, "score", lambda question, passages, encoded=None: [0.4, 0.35, 0.8][:len(passages)])
     three = [("a", ""), ("b", ""), ("c", "")]
     assert model.judge("q", three) == [(0.4, False), (0.35, False), (0.8, True)]
     assert model.judge("q", three[:2]) == [(0.4, True), (0.35, False)]
-    monkeypatch.setattr(model, "score", lambda question, passages: [0.2, 0.1])
+    monkeypatch.setattr(model, "score", lambda question, passages, encoded=None: [0.2, 0.1])
     assert model.judge("q", three[:2]) == [(0.2, False), (0.1, False)]
-    monkeypatch.setattr(model, "score", lambda question, passages: [])
+    monkeypatch.setattr(model, "score", lambda question, passages, encoded=None: [])
     assert model.judge("q", []) == []
 
 

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from citetrace.kit.telemetry import add_span_processor, setup_tracing
+from citetrace.retrieval.v1 import retrieval_service_pb2 as pb
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -165,3 +166,19 @@ def test_passage_sides_are_computed_when_indexed_and_no_search_computes_them(aut
         assert seen == [question]
     assert [(h.passage.identity.passage_id, h.relevance) for h in again.hits] == \
         [(h.passage.identity.passage_id, h.relevance) for h in first.hits]
+
+
+def test_with_the_query_cache_off_every_search_encodes_its_question_once(auth, tmp_path, monkeypatch):
+    """No hidden query cache in the judgments: with QUERY_CACHE_SIZE 0 a repeated question is encoded
+    again, and still once per search (the query vector, the rerank and the gate share the run)."""
+    with running_service(auth, tmp_path, rerank_backend="embedded", relevance=True, query_cache_size=0) as svc:
+        _ingest(svc, "rr-tenant")
+        assert svc.core.passage_sides.wait_idle(120)
+        seen = _counting(monkeypatch, svc.core.embedder)
+        question = "Can I just walk in without an appointment?"
+        first = svc.search("rr-tenant", question, k=3)
+        again = svc.search("rr-tenant", question, k=3)
+        lexical = svc.search("rr-tenant", question, k=3, mode=pb.SEARCH_MODE_LEXICAL)
+    assert seen == [question, question, question]
+    assert [h.relevance for h in first.hits] == [h.relevance for h in again.hits]
+    assert lexical.settings.rerank_backend == "embedded" and all(0 < h.relevance < 1 for h in lexical.hits)
