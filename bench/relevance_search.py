@@ -105,12 +105,17 @@ def main() -> int:
     relevance = RelevanceModel(embedder)
     rerank = EmbeddedRerank(relevance, settings.rerank_weight)
 
+    pairs = labelled_pairs(("tune", "test", "heldout"))
     questions: dict[str, dict] = {}
-    for pair in labelled_pairs(("tune", "test", "heldout")):
+    for pair in pairs:
         q = questions.setdefault(pair["question_id"], {"question": pair["question"], "tenant": pair["tenant"],
-                                                        "split": pair["split"], "answers": set()})
+                                                        "split": pair["split"], "answers": set(), "texts": set()})
+        q["texts"].add(pair["text"])
         if pair["label"]:
             q["answers"].add(pair["text"])
+    # As train_relevance's heldout_by_documents: a held-out question over passages the head was trained on
+    # (any tune pair with the same text), or over documents it never saw (what a deployment meets).
+    trained_texts = {p["text"] for p in pairs if p["split"] == "tune"}
     ranks: dict[str, dict[str, list]] = {}
     for q in questions.values():
         pool = pools[q["tenant"]]
@@ -125,9 +130,13 @@ def main() -> int:
         outcome = rerank.rerank(q["question"], [(pool[i]["text"], pool[i]["context"]) for i in fused],
                                 [h.fused_score for h in hits], encoded)
         reranked = [fused[j] for j in reorder(outcome.scores, list(range(1, len(fused) + 1)))]
-        row = ranks.setdefault(q["split"], {"none": [], "embedded": []})
-        row["none"].append(first_answering_rank(fused, answering))
-        row["embedded"].append(first_answering_rank(reranked, answering))
+        groups = [q["split"]]
+        if q["split"] == "heldout":
+            groups.append("heldout_trained_on" if q["texts"] & trained_texts else "heldout_never_seen")
+        for group in groups:
+            row = ranks.setdefault(group, {"none": [], "embedded": []})
+            row["none"].append(first_answering_rank(fused, answering))
+            row["embedded"].append(first_answering_rank(reranked, answering))
     result = {
         "benchmark": "labelled relevance questions searched over their tenant's whole passage pool, rerank none "
                      "vs embedded",
