@@ -339,7 +339,7 @@ class RelevanceModel:
         self.idf = shipped_idf()
         self._passages = _LRU(cache_mb * 1024 * 1024)
         # Repeated questions' token vectors (off with the search's query-vector cache: a search hands its
-        # one encoding to the rerank and the gate itself, RetrievalCore._search_question).
+        # one encoding to the rerank and the gate itself, RetrievalCore._encode_query).
         self._questions = _LRU(4 * 1024 * 1024) if question_cache else None
         self.store = store
 
