@@ -826,8 +826,9 @@ class RetrievalCore:
                             rerank=rerank)
 
     def _judges_question(self) -> bool:
-        """Whether the embedded rerank or the gate reads the question's token vectors."""
-        return self.questions is not None and (self.reranker.name == "embedded" or self.relevance is not None)
+        """Whether the embedded rerank or the gate reads the question's token vectors (the bootstrap
+        hands the core a relevance model exactly when one of them does)."""
+        return self.questions is not None
 
     def _encode_query(self, query: str, mode: str) -> tuple[np.ndarray | None, object]:
         """(query vector or None in lexical mode, the question's token vectors or None): one encoder run
