@@ -16,6 +16,7 @@ from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2 as pb
 from citetrace.scheduler_gateway.v1 import scheduler_gateway_service_pb2_grpc as pb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as tpb
 from citetrace.trace.v1 import trace_service_pb2_grpc as tpb_grpc
+from sqlalchemy import select
 
 from services.scheduler_gateway import schema
 from services.scheduler_gateway.bootstrap import build_spec
@@ -106,8 +107,13 @@ def test_events_wait_in_the_outbox_while_trace_is_down(auth, tmp_path, sqlite_ur
             proposal = book(stub, assistant_for(auth, "pat-3"))
             confirm(stub, patient(auth, "pat-3"), proposal.proposal_id)
             time.sleep(0.8)  # several failed attempts with backoff
-            pending = rows(sqlite_url, schema.action_events_outbox, schema.action_events_outbox.c.delivered_at.is_(None))
-            assert len(pending) == 2 and all(r.attempts >= 1 and r.last_error for r in pending)
+            outbox = schema.action_events_outbox
+            pending = rows(sqlite_url, outbox, outbox.c.delivered_at.is_(None))
+            assert len(pending) == 2
+            first, second = sorted(pending, key=lambda r: r.id)
+            assert first.attempts >= 1 and first.last_error
+            # The confirmation waits behind its proposal: it is never sent ahead of it.
+            assert second.attempts == 0 and not second.last_error
             with trace_running(auth, tmp_path, port=port) as (_, trace_stub):
                 found = links_of(trace_stub, staff(auth), proposal.proposal_id, 2)
                 assert [link.action.kind for link in found] == [tpb.ACTION_EVENT_KIND_PROPOSED,
@@ -122,3 +128,31 @@ def socket_port():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     yield port
+
+
+def test_a_tenants_events_are_delivered_in_the_order_written(db_url):
+    """A confirmation must not become a chain link before its proposal: while the proposal's event
+    waits out a backoff, the tenant's later events wait behind it (another tenant's do not)."""
+    import datetime as dt
+
+    from outbox_order import assert_each_tenant_in_written_order
+
+    from services.scheduler_gateway.sql_source import SqlSlotSource
+    from services.scheduler_gateway.sql_tx import append_event
+    from services.scheduler_gateway.sql_workflow import SqlWorkflowStore
+
+    source = SqlSlotSource(db_url)
+    source.warm_up()
+    store = SqlWorkflowStore(source)
+    now = dt.datetime(2026, 1, 5, 9, tzinfo=dt.UTC)
+
+    def write(tenant: str) -> int:
+        with store.engine.begin() as conn:
+            event_id = append_event(conn, tenant, {"kind": "proposed"}, now)
+            return conn.execute(select(schema.action_events_outbox.c.id).where(
+                schema.action_events_outbox.c.event_id == event_id)).scalar_one()
+
+    try:
+        assert_each_tenant_in_written_order(store, write, now)
+    finally:
+        source.close()

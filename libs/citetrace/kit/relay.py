@@ -97,15 +97,21 @@ class Periodic:
 
 
 class PendingRow(Protocol):
-    """A row of a table outbox: its key and how many deliveries of it failed so far."""
+    """A row of a table outbox: its key, its tenant and how many deliveries of it failed so far.
+    A tenant's rows are delivered in the order they were written: they become links of that
+    tenant's hash chain, and a later event (a confirmation) must not be linked before the one it
+    follows (its proposal)."""
 
     id: int
+    tenant_id: str
     attempts: int
 
 
 class TableOutbox(Protocol):
     """A table of events written in the transaction of the change that caused them (retrieval's
-    version events, the scheduler-gateway's action events)."""
+    version events, the scheduler-gateway's action events). `due` returns pending rows oldest first
+    and, for each tenant, only those before its first pending row that is not due yet: a row
+    waiting out its backoff holds back the tenant's later rows, so they cannot overtake it."""
 
     def due(self, now: datetime) -> Sequence[PendingRow]: ...
     def mark_delivered(self, row_id: int, now: datetime) -> None: ...
@@ -115,8 +121,10 @@ class TableOutbox(Protocol):
 class TableRelay:
     """Delivers a table outbox's due rows oldest first through `deliver(row)`, marks each delivered
     one, and on any failure schedules that row's next attempt with exponential backoff (capped).
-    Nothing is dropped: a row stays pending until delivered. Delivery is at least once, so the
-    receiver must ignore an identical repeat."""
+    A failed row holds back its tenant's later rows for the rest of the pass (and, through `due`,
+    until it is delivered), so each tenant's rows arrive in the order written. Nothing is dropped:
+    a row stays pending until delivered. Delivery is at least once, so the receiver must ignore an
+    identical repeat."""
 
     def __init__(self, name: str, outbox: TableOutbox, deliver: Callable[[Any], None], *, poll_seconds: float = 2.0,
                  backoff_base_seconds: float = 0.5, backoff_max_seconds: float = 30.0,
@@ -144,10 +152,13 @@ class TableRelay:
     def deliver_due(self) -> int:
         """One pass over the due rows; returns how many were delivered."""
         delivered = 0
+        held: set[str] = set()  # tenants whose earlier row failed in this pass
         with self._pass_lock:
             for row in self.outbox.due(self.clock()):
                 if self._relay.stopping:
                     break
+                if row.tenant_id in held:
+                    continue
                 try:
                     self.deliver(row)
                 except Exception as exc:  # noqa: BLE001 - any failure means: try again later
@@ -156,6 +167,7 @@ class TableRelay:
                                             self.clock() + timedelta(seconds=delay))
                     log.warning("%s: %s not delivered (attempt %d), retry in %.1f s: %s", self.name,
                                 self.describe(row), row.attempts + 1, delay, exc)
+                    held.add(row.tenant_id)
                     continue
                 self.outbox.mark_delivered(row.id, self.clock())
                 delivered += 1

@@ -185,3 +185,35 @@ def test_the_outbox_on_postgresql(auth, tmp_path, postgres_url):
         assert [(e.version_id, e.kind, e.replaced_by_version_id) for e in events] == [
             (a.version.version_id, "superseded", b.version.version_id), (b.version.version_id, "retired", "")]
         assert events[0].id < events[1].id and svc.core.store.pending_version_event_count() == 2
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_tenants_version_events_are_delivered_in_the_order_written(request, tmp_path, backend):
+    """A retirement must not reach trace before the supersession written ahead of it: while one
+    event waits out a backoff, its tenant's later events wait behind it (another tenant's do not)."""
+    from outbox_order import assert_each_tenant_in_written_order
+    from sqlalchemy.orm import Session
+
+    from services.retrieval.store.models import VersionEventOutboxRow
+    from services.retrieval.store.store import Store
+    from services.retrieval.version_events import VersionEventRelay
+
+    url = f"sqlite:///{tmp_path / 'retrieval.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    store = Store(url)
+    store.migrate()
+    now = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+    def write(tenant: str) -> int:
+        with Session(store.engine) as s, s.begin():
+            row = VersionEventOutboxRow(tenant_id=tenant, version_id="v", kind="retired", replaced_by_version_id="",
+                                        created_at=now, attempts=0, next_attempt_at=now, delivered_at=None,
+                                        last_error="")
+            s.add(row)
+            s.flush()
+            return row.id
+
+    try:
+        outbox = VersionEventRelay(store, lambda event: None).outbox
+        assert_each_tenant_in_written_order(outbox, write, now)
+    finally:
+        store.close()
