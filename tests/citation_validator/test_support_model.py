@@ -4,7 +4,6 @@ the independence of the judge from the generator."""
 
 from __future__ import annotations
 
-import ast
 import json
 import threading
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from citetrace.vocab import APPROVED
+from source_reading import imports_of
 
 from services.citation_validator import bootstrap
 from services.citation_validator.core import (
@@ -207,29 +207,8 @@ def test_judge_support_cli_names_the_bad_line_and_writes_nothing(tmp_path, capsy
 
 # -- independence ------------------------------------------------------------------------------------
 
-def _parse(source: str) -> ast.Module:
-    """ast.parse, again when CPython 3.11 raises its spurious "AST constructor recursion depth mismatch"
-    SystemError (python/cpython#106905: the depth counter is shared across threads, and the suite's
-    services keep background threads). A source that truly fails to parse fails every attempt."""
-    for attempt in range(3):
-        try:
-            return ast.parse(source)
-        except SystemError as err:
-            if "recursion depth mismatch" not in str(err) or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
 def _imports(folder: Path) -> set[str]:
-    found = set()
-    for path in folder.rglob("*.py"):
-        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                found.add(node.module)
-                found.update(f"{node.module}.{a.name}" for a in node.names)
-            elif isinstance(node, ast.Import):
-                found.update(a.name for a in node.names)
-    return found
+    return imports_of(*folder.rglob("*.py"))
 
 
 def test_generator_and_judge_share_no_decision_code():

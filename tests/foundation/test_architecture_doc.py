@@ -7,11 +7,13 @@ import ast
 import re
 from pathlib import Path
 
+from source_reading import parse
+
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "ARCHITECTURE.md").read_text()
 # The span names DESIGN.md §7 asks for (tests/observability/stages.py), read without importing it.
 _STAGES = (REPO / "tests" / "observability" / "stages.py").read_text()
-DESIGN_STAGES = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(_STAGES))
+DESIGN_STAGES = next(ast.literal_eval(node.value) for node in ast.walk(parse(_STAGES))
                      if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "DESIGN_STAGES")
 
 

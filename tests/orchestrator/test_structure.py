@@ -4,7 +4,6 @@ and one assembler building the answer and its trace record from the same result.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import datetime as dt
 from pathlib import Path
@@ -15,6 +14,7 @@ from citetrace.common.v1 import appointments_pb2 as ap_pb
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.generation.v1 import generation_service_pb2 as gen_pb
 from citetrace.retrieval.v1 import retrieval_service_pb2 as ret_pb
+from source_reading import imports_of
 
 from services.orchestrator import assembler, codec
 from services.orchestrator.core import model as m
@@ -24,14 +24,7 @@ CORE = Path(__file__).resolve().parents[2] / "services" / "orchestrator" / "core
 
 
 def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
+    return imports_of(path)
 
 
 def test_the_core_imports_neither_protobuf_nor_grpc():
