@@ -20,6 +20,7 @@ else the only permitted location, else none."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -81,8 +82,32 @@ def _distinctive(name: str) -> list[str]:
     return [w for w in words(name) if w not in GENERIC_WORDS]
 
 
-def _find(seq: list[str], sub: list[str]) -> Iterable[int]:
-    n = len(sub)
+@dataclasses.dataclass(frozen=True)
+class _NameForms:
+    """One name of a location in the forms every question is matched against."""
+
+    name: str
+    words: tuple[str, ...]
+    core: tuple[str, ...]  # its distinctive words
+    folded: str  # the distinctive words (or all words) folded and joined: the canonical level
+    fuzzy_target: str  # the distinctive words folded and joined ("" without any): the fuzzy level
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_forms(loc: LocationInfo) -> tuple[_NameForms, ...]:
+    """A location's names in matchable forms, computed once per location (a question is matched
+    against every permitted location; their names do not change between questions)."""
+    forms = []
+    for name in _names(loc):
+        toks, core = tuple(words(name)), tuple(_distinctive(name))
+        if toks:
+            forms.append(_NameForms(name, toks, core, "".join(_fold_word(w) for w in (core or toks)),
+                                    "".join(_fold_word(w) for w in core)))
+    return tuple(forms)
+
+
+def _find(seq: list[str], sub: tuple[str, ...] | list[str]) -> Iterable[int]:
+    n, sub = len(sub), list(sub)
     for i in range(len(seq) - n + 1):
         if seq[i:i + n] == sub:
             yield i
@@ -93,32 +118,24 @@ def mentions(question: str, locations: list[LocationInfo], exclude: frozenset[st
     q = words(question)
     q_folded = [_fold_word(w) for w in q]
     found: list[Mention] = []
-    shared_words: dict[str, int] = {}
     for loc in locations:
-        for w in {w for name in _names(loc) for w in _distinctive(name)}:
-            shared_words[w] = shared_words.get(w, 0) + 1
-    for loc in locations:
-        for name in _names(loc):
-            toks = words(name)
-            if not toks:
-                continue
-            core = _distinctive(name)
+        for form in _name_forms(loc):
+            toks, core, name = form.words, form.core, form.name
             for variant in (toks, core):
                 if not variant or (variant is core and core == toks):
                     continue
                 for i in _find(q, variant):
                     found.append(Mention(loc, "exact", i, i + len(variant), 1.0, name))
-            folded = "".join(_fold_word(w) for w in (core or toks))
             for size in range(1, len(core or toks) + 2):
                 for i in range(len(q_folded) - size + 1):
-                    if "".join(q_folded[i:i + size]) == folded:
+                    if "".join(q_folded[i:i + size]) == form.folded:
                         found.append(Mention(loc, "canonical", i, i + size, 1.0, name))
             for word in core:
                 if len(word) >= MIN_WORD and word not in exclude:
                     for i in _find(q, [word]):
                         found.append(Mention(loc, "word", i, i + 1, 1.0, word))
             if core:
-                score, start, end = _fuzzy(q_folded, "".join(_fold_word(w) for w in core), len(core))
+                score, start, end = _fuzzy(q_folded, form.fuzzy_target, len(core))
                 if score >= ACCEPT:
                     found.append(Mention(loc, "fuzzy", start, end, score, name))
     return found
@@ -126,7 +143,9 @@ def mentions(question: str, locations: list[LocationInfo], exclude: frozenset[st
 
 def _fuzzy(q: list[str], target: str, n: int) -> tuple[float, int, int]:
     """Best similarity of `target` (joined distinctive words) to any window of n-1..n+1 question
-    words joined without spaces; short targets must be written exactly."""
+    words joined without spaces, when it reaches ACCEPT (else 0); short targets must be written
+    exactly. A window whose upper bounds (length, then letters) stay below ACCEPT or the best so
+    far is never aligned: alignment is the expensive step, and most windows share few letters."""
     if len(target) < MIN_WORD:
         return 0.0, 0, 0
     matcher = SequenceMatcher(None, autojunk=False)
@@ -138,12 +157,13 @@ def _fuzzy(q: list[str], target: str, n: int) -> tuple[float, int, int]:
             if abs(len(window) - len(target)) > max(2, len(target) // 4):
                 continue
             matcher.set_seq1(window)
-            if matcher.real_quick_ratio() <= best[0] or matcher.quick_ratio() <= best[0]:
+            bar = max(best[0], ACCEPT - 1e-9)
+            if matcher.real_quick_ratio() <= bar or matcher.quick_ratio() <= bar:
                 continue
             ratio = matcher.ratio()
             if ratio > best[0]:
                 best = (ratio, i, i + size)
-    return best
+    return best if best[0] >= ACCEPT else (0.0, 0, 0)
 
 
 def _drop_covered(level_mentions: list[Mention]) -> list[Mention]:
