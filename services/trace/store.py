@@ -349,6 +349,15 @@ def _needs_review_expr(rec):
     )
 
 
+# The append path's statements, built once: a statement built per call pays SQLAlchemy's
+# construction and cache-key work on every evidence record.
+_RECORD_INSERT = records.insert()
+_QUERY_INSERT = queries.insert()
+_LINK_INSERT = chain_links.insert()
+_HEAD_MOVE = heads.update().where(heads.c.tenant_id == sa.bindparam("head_tenant")).values(
+    sequence=sa.bindparam("new_sequence"), record_hash=sa.bindparam("new_hash"))
+
+
 class SqlTraceStore:
     def __init__(self, url: str, *, before_commit: Callable[[], None] | None = None) -> None:
         """`before_commit` is a test seam (never a setting): called inside every write's transaction
@@ -358,6 +367,11 @@ class SqlTraceStore:
         self.dialect = self.engine.dialect.name
         self._lock = threading.Lock()
         self._hook = before_commit
+        self._head_seed = self._insert_ignore(heads)
+        self._head_read = sa.select(heads.c.sequence, heads.c.record_hash).where(
+            heads.c.tenant_id == sa.bindparam("tenant_id"))
+        if self.dialect == "postgresql":
+            self._head_read = self._head_read.with_for_update()
 
     def migrate(self) -> None:
         migrate_engine(self.engine)
@@ -367,22 +381,23 @@ class SqlTraceStore:
 
     # -- records --------------------------------------------------------------------------------
 
-    def _insert_ignore(self, table: sa.Table, **values):
+    def _insert_ignore(self, table: sa.Table):
         if self.dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import insert
         elif self.dialect == "sqlite":
             from sqlalchemy.dialects.sqlite import insert
         else:  # pragma: no cover
             raise RuntimeError(f"unsupported database dialect {self.dialect}")
-        return insert(table).values(**values).on_conflict_do_nothing()
+        return insert(table).on_conflict_do_nothing()
 
     def _lock_head(self, conn: Connection, tenant_id: str) -> ChainHead:
-        conn.execute(self._insert_ignore(heads, tenant_id=tenant_id, sequence=0, record_hash=GENESIS_HASH))
-        query = sa.select(heads.c.sequence, heads.c.record_hash).where(heads.c.tenant_id == tenant_id)
-        if self.dialect == "postgresql":
-            query = query.with_for_update()
-        row = conn.execute(query).one()
+        conn.execute(self._head_seed, {"tenant_id": tenant_id, "sequence": 0, "record_hash": GENESIS_HASH})
+        row = conn.execute(self._head_read, {"tenant_id": tenant_id}).one()
         return ChainHead(int(row.sequence), row.record_hash)
+
+    @staticmethod
+    def _move_head(conn: Connection, tenant_id: str, sequence: int, record_hash: str) -> None:
+        conn.execute(_HEAD_MOVE, {"head_tenant": tenant_id, "new_sequence": sequence, "new_hash": record_hash})
 
     def _serialized(self, work: Callable[[Connection], object]):
         """Runs `work` in one transaction that holds the tenant's chain head. SQLite has one writer
@@ -415,7 +430,7 @@ class SqlTraceStore:
         sequence = head.sequence + 1
         seal = sealer(sequence, head.record_hash)
         stored_at = naive_utc(utc_now())
-        conn.execute(records.insert().values(
+        conn.execute(_RECORD_INSERT, dict(
             tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
             stored_at=stored_at, outcome=new.outcome, principal_ref=new.principal_ref,
             query_digest=new.query_digest, body=new.body, previous_hash=head.record_hash,
@@ -424,11 +439,10 @@ class SqlTraceStore:
             conn.execute(facets.insert(), [
                 {"tenant_id": new.tenant_id, "trace_id": new.trace_id, "kind": kind, "value": value}
                 for kind, value in sorted(new.facets)])
-        conn.execute(queries.insert().values(
+        conn.execute(_QUERY_INSERT, dict(
             tenant_id=new.tenant_id, trace_id=new.trace_id, raw=new.query_raw,
             normalized=new.query_normalized, nonce=new.nonce, redacted=False))
-        conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
-                     .values(sequence=sequence, record_hash=seal.hash))
+        self._move_head(conn, new.tenant_id, sequence, seal.hash)
         stored = StoredRecord(
             tenant_id=new.tenant_id, trace_id=new.trace_id, sequence=sequence, created_at=new.created_at,
             outcome=new.outcome, principal_ref=new.principal_ref, body=new.body,
@@ -456,9 +470,8 @@ class SqlTraceStore:
                   "subject_trace_id": new.subject_trace_id, "subject_ref": new.subject_ref,
                   "created_at": new.created_at, "body": new.body, "previous_hash": head.record_hash,
                   "link_hash": seal.hash, "key_id": seal.key_id, "signature": seal.signature}
-        conn.execute(chain_links.insert().values(**values))
-        conn.execute(heads.update().where(heads.c.tenant_id == new.tenant_id)
-                     .values(sequence=sequence, record_hash=seal.hash))
+        conn.execute(_LINK_INSERT, values)
+        self._move_head(conn, new.tenant_id, sequence, seal.hash)
         return True, StoredLink(**values)
 
     def links(self, tenant_id: str, subject_trace_id: str | None = None, subject_ref: str | None = None,
