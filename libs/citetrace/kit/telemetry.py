@@ -35,17 +35,54 @@ TENANT_ATTRIBUTES = frozenset({"tenant", "tenant_id"})
 _warned: set[str] = set()
 
 
+class _RandomBlock(threading.local):
+    """This thread's unread os.urandom bytes, and the process generation they were read in."""
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.offset = 0
+        self.generation = -1
+
+
+_fork_generation = 0
+
+
+def _forked() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class UrandomIdGenerator(IdGenerator):
     """Trace and span IDs from os.urandom. A trace ID names an Ask's evidence record, so it must not
     follow the process's `random` state (OpenTelemetry's default generator does): anything in the
     process that seeds `random` (a library, a test framework) would repeat IDs, and the trace service
-    refuses a second, different record under one ID (TRACE_ID_CONFLICT)."""
+    refuses a second, different record under one ID (TRACE_ID_CONFLICT).
+
+    IDs are cut from 4 KiB blocks read per thread: an Ask opens dozens of spans (every stage, call
+    and SQL statement), and each os.urandom call is a system call that gives up the GIL and waits to
+    take it back. A forked child never uses its parent's block: it would repeat the parent's IDs."""
+
+    BLOCK_BYTES = 4096
+
+    def __init__(self) -> None:
+        self._block = _RandomBlock()
+
+    def _take(self, size: int) -> int:
+        block = self._block
+        if block.generation != _fork_generation or block.offset + size > len(block.data):
+            block.data, block.offset, block.generation = os.urandom(self.BLOCK_BYTES), 0, _fork_generation
+        value = int.from_bytes(block.data[block.offset:block.offset + size], "big")
+        block.offset += size
+        return value
 
     def generate_span_id(self) -> int:
-        return int.from_bytes(os.urandom(8), "big") or 1
+        return self._take(8) or 1
 
     def generate_trace_id(self) -> int:
-        return int.from_bytes(os.urandom(16), "big") or 1
+        return self._take(16) or 1
 
 
 def setup_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
