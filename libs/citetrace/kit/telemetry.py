@@ -5,6 +5,7 @@ records its duration in citetrace_stage_duration_seconds{service,stage}."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -138,14 +139,22 @@ def stage(service: str, name: str, **attributes: object) -> Iterator[trace.Span]
     """A span per stage plus its latency histogram. Attributes must never carry question or
     passage text: pass counts, IDs, outcomes and reasons only (names in FORBIDDEN_ATTRIBUTES are
     dropped); a `tenant`/`tenant_id` attribute is exported as tenant_ref(value)."""
+    duration, cpu = _stage_series(service, name)
     started, cpu_started = time.perf_counter(), time.thread_time()
     with tracer(f"citetrace.{service}").start_as_current_span(name) as span:
         set_attributes(span, **attributes)
         try:
             yield span
         finally:
-            STAGE_DURATION.labels(service=service, stage=name).observe(time.perf_counter() - started)
-            STAGE_CPU.labels(service=service, stage=name).inc(time.thread_time() - cpu_started)
+            duration.observe(time.perf_counter() - started)
+            cpu.inc(time.thread_time() - cpu_started)
+
+
+@functools.lru_cache(maxsize=1024)
+def _stage_series(service: str, name: str):
+    """A stage's duration and CPU series, looked up once (labels() checks and sorts its keyword
+    arguments on every call; stage names are a fixed set)."""
+    return STAGE_DURATION.labels(service=service, stage=name), STAGE_CPU.labels(service=service, stage=name)
 
 
 def set_attributes(span: trace.Span, **attributes: object) -> None:
