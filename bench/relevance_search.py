@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from services.retrieval.core import embedding_text  # noqa: E402
-from services.retrieval.index import EmbeddedIndex, FusionSettings, IndexedPassage, ScopeFilter, SearchQuery  # noqa: E402
+from services.retrieval.index import EmbeddedIndex, IndexedPassage, ScopeFilter, SearchQuery  # noqa: E402
 from services.retrieval.relevance import RelevanceModel  # noqa: E402
 from services.retrieval.rerank import EmbeddedRerank, reorder  # noqa: E402
 from services.retrieval.settings import Settings  # noqa: E402
@@ -99,9 +99,7 @@ def main() -> int:
     embedder.warm_up()
     pools = tenant_pools()
     indexes = build_indexes(pools, embedder)
-    fusion = FusionSettings(method=settings.fusion_method, rrf_k=settings.rrf_k,
-                            lexical_weight=settings.lexical_weight, vector_weight=settings.vector_weight,
-                            candidate_k=settings.candidate_k)
+    fusion = settings.fusion()
     relevance = RelevanceModel(embedder)
     rerank = EmbeddedRerank(relevance, settings.rerank_weight)
 

@@ -276,9 +276,7 @@ class RetrievalCore:
         self.store = store
         self.embedder = embedder
         self.chunker = MarkdownChunker(settings.chunk_target_chars, settings.chunk_hard_limit_chars)
-        self.fusion = FusionSettings(method=settings.fusion_method, rrf_k=settings.rrf_k,
-                                     lexical_weight=settings.lexical_weight, vector_weight=settings.vector_weight,
-                                     candidate_k=settings.candidate_k)
+        self.fusion = settings.fusion()
         self.cache: EmbeddingCache | None = None
         self.query_vectors = QueryVectorCache(settings.query_cache_size)
         self.reranker = reranker or NoRerank()

@@ -187,6 +187,13 @@ class Settings(ServerSettings):
         if self.backend == "opensearch":
             self.opensearch_config()  # validates hosts, auth, TLS files, prefix, timeouts
 
+    def fusion(self):
+        """The FusionSettings these settings name: how every search fuses its candidate lists."""
+        from services.retrieval.index.types import FusionSettings
+
+        return FusionSettings(method=self.fusion_method, rrf_k=self.rrf_k, lexical_weight=self.lexical_weight,
+                              vector_weight=self.vector_weight, candidate_k=self.candidate_k)
+
     def opensearch_config(self):
         """The OpenSearchConfig of these settings (SettingsError when one is invalid)."""
         from services.retrieval.index.opensearch import OpenSearchConfig
