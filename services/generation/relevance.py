@@ -114,15 +114,25 @@ _INTERROGATIVE = re.compile(
     r"shall|may|might|must|hva|hvor|hvordan|hvilken|hvilke|hvem|når|kan|må|skal|bør|er)\b", re.IGNORECASE)
 
 
+# A clause that tells something has a person in it ("I'm due for my review", "my son has a fever",
+# "you said 15 minutes"); one without a person names the topic the question asks about.
+_PERSON = re.compile(
+    r"\b(?:i|i'm|im|i've|ive|i'll|i'd|me|my|mine|myself|we|we're|our|us|you|your|he|she|his|her|him|they|their|"
+    r"them|jeg|meg|min|mitt|mine|vi|oss|vår|vårt|han|hun|hans|hennes|dem|deres)\b", re.IGNORECASE)
+
+
 def asked_clauses(question: str) -> str:
-    """The clauses of the question that ask something, or "" when that is the whole question (no
-    clause asks, or every clause does). A statement beside a question ("I'm due for my yearly
+    """The clauses of the question that ask something, with the topic fragments they refer to, or
+    "" when that is the whole question. A statement beside a question ("I'm due for my yearly
     review after last year's heart attack - where do I check in?") is context: it may say why the
-    patient asks (a sick child for a late cancellation), or only tell a story."""
+    patient asks (a sick child for a late cancellation), or only tell a story. A fragment without a
+    person is no statement but what is asked about ("parking at Quarry St - is it free?": without
+    it, "is it free?" asks about anything free)."""
     text = question_sentences(question)
     clauses = [c.strip() for c in _CLAUSE.split(text) if c.strip()]
     asking = [c for c in clauses if c.endswith("?") or _INTERROGATIVE.match(c)]
-    return " ".join(asking) if asking and len(asking) < len(clauses) else ""
+    kept = [c for c in clauses if c in asking or not _PERSON.search(c)]
+    return " ".join(kept) if asking and len(kept) < len(clauses) else ""
 
 
 def key_terms(question: str, intent: str) -> frozenset[str]:
