@@ -108,3 +108,35 @@ def test_a_conflict_only_on_the_quantity_the_question_asks_for():
     assert detect([a, b], ARRIVAL, VOCAB, asked, implies,
                   question="Do I have to take off my jewellery for the MRI?") is None
     assert detect([a, b], ARRIVAL, VOCAB, asked, implies) is not None  # no question given: condition 5 off
+
+
+# A clinic's own rule beside the tenant-wide one (issue 14's "two clinics' rules mixed"): with
+# `overrides`, the pair is reported when they share no quantity, so an answer naming no clinic
+# would be the wrong rule for that clinic's patients. The wording is the independent probe's
+# (tests/e2e/unseen/larchmont): the tenant-wide sentence carries no arrival word of its own.
+EVERYWHERE = cand("S1", "lar-visiting", "Aim to get to reception about 15 minutes before your appointment time.",
+                  scope=(), context="Coming to see us > When to arrive")
+AT_BAYSIDE = cand("S2", "lar-bayside", "Please arrive 30 minutes before your appointment, rather than the usual 15.",
+                  scope=("lar-bayside",), context="Visiting Bayside > Security check-in and arrival time")
+ASKED = "how early do i need to get there before my appointment?"
+
+
+def test_a_heading_about_arriving_makes_its_sentences_arrival_rules():
+    assert rule_quantities(EVERYWHERE.text, ARRIVAL) == {}
+    assert rule_quantities(EVERYWHERE.text, ARRIVAL, EVERYWHERE.context) == {"lead time": frozenset({"15min"})}
+
+
+def test_a_clinic_rule_sharing_no_quantity_with_the_tenant_wide_one_is_an_override():
+    found = detect([EVERYWHERE, AT_BAYSIDE], ARRIVAL, VOCAB, question=ASKED, overrides=True)
+    assert found is not None and "one scoped to a location, one tenant-wide" in found.explanation
+    # Not a conflict: the clinic's rule overrides the tenant-wide one there.
+    assert detect([EVERYWHERE, AT_BAYSIDE], ARRIVAL, VOCAB, question=ASKED) is None
+
+
+def test_no_override_when_the_rules_share_a_quantity_or_are_equally_specific():
+    partly = cand("S2", "northgate", "New patients arrive 30 minutes early; pre-registered patients arrive 15 minutes early.",
+                  scope=("northgate",))
+    assert detect([EVERYWHERE, partly], ARRIVAL, VOCAB, question=ASKED, overrides=True) is None
+    other_wide = cand("S2", "lar-other", "Arrive 30 minutes before your appointment.", scope=())
+    assert detect([EVERYWHERE, other_wide], ARRIVAL, VOCAB, question=ASKED, overrides=True) is None
+    assert detect([EVERYWHERE, AT_BAYSIDE], ARRIVAL, VOCAB, question="Is parking free?", overrides=True) is None

@@ -91,16 +91,19 @@ def _value(groups: tuple[str, ...]) -> str:
     return values[0] if values else ""
 
 
-def rule_quantities(text: str, intent: str) -> dict[str, frozenset[str]]:
+def rule_quantities(text: str, intent: str, context: str = "") -> dict[str, frozenset[str]]:
     """The asked rule's quantities the text states, by kind (lead time, notice period, fee):
-    only from sentences that also carry a topic word of the intent."""
+    only from sentences that also carry a topic word of the intent, or from every sentence when
+    the passage's title or heading (`context`) does ("When to arrive": "Aim to get to reception
+    about 15 minutes before your appointment time")."""
     spec = RULES.get(intent)
     if spec is None:
         return {}
     topic, kinds = spec
+    headed = bool(context) and bool(topic.search(_prepare(context)))
     found: dict[str, set[str]] = {}
     for sentence in re.split(r"(?<=[.!?])\s+|\n|\|", _prepare(text)):
-        if not topic.search(sentence):
+        if not headed and not topic.search(sentence):
             continue
         for kind, pattern in kinds.items():
             for match in pattern.finditer(sentence):
@@ -136,9 +139,12 @@ def _same_specificity(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> b
 
 def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple[str, ...]],
            asked: frozenset[str] = frozenset(), implies: dict[str, str] | None = None,
-           top_n: int = 4, question: str | None = None) -> Conflict | None:
+           top_n: int = 4, question: str | None = None, overrides: bool = False) -> Conflict | None:
     """The first conflicting pair among the top N candidates (rank order), or None. With
-    `question`, only the quantities it asks for (condition 5) can conflict."""
+    `question`, only the quantities it asks for (condition 5) can conflict. `overrides`: instead,
+    the first pair where one rule is scoped to a location and the other is tenant-wide and they
+    share no quantity (conditions 1–5 otherwise alike): no conflict, but an answer that depends on
+    the clinic ("arrive 30 minutes early at Bayside" beside "15 minutes" for every clinic)."""
     if intent not in RULES:
         return None
     wanted = None if question is None else {
@@ -147,7 +153,7 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
         return None
     stating = []
     for cand in candidates[:top_n]:
-        found = rule_quantities(cand.text, intent)
+        found = rule_quantities(cand.text, intent, cand.context)
         if found:
             stating.append((cand, found, qualifiers(f"{cand.context} {cand.text}", vocabulary, implies)))
     authorities = AUTHORITIES.get(intent, frozenset())
@@ -161,15 +167,22 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
                 continue
         elif wa != wb:
             continue
-        if not _same_specificity(a.location_scope, b.location_scope):
+        if overrides:
+            if a.location_scope is None or b.location_scope is None or bool(a.location_scope) == bool(b.location_scope):
+                continue
+        elif not _same_specificity(a.location_scope, b.location_scope):
             continue
         for kind in sorted(set(qa) & set(qb)):
             if wanted is not None and kind not in wanted:
                 continue
-            if qa[kind] != qb[kind]:
+            # An override is a clinic's rule that shares no quantity with the tenant-wide one: where
+            # they share one (15 minutes everywhere, 30 at Northgate for new patients only) which
+            # applies turns on who asks, which these quantities alone cannot tell.
+            if qa[kind] != qb[kind] and not (overrides and qa[kind] & qb[kind]):
                 about = ", ".join(sorted((wa & asked) if asked else wa)) or "no qualifier"
+                scope = " (one scoped to a location, one tenant-wide)" if overrides else ""
                 return Conflict(a, b, (
                     f"{a.label} ({a.document_id}, {a.source_class}) and {b.label} ({b.document_id}, "
-                    f"{b.source_class}): same authority for the {intent} rule ({about}), {kind} "
+                    f"{b.source_class}): same authority for the {intent} rule ({about}){scope}, {kind} "
                     f"{'/'.join(sorted(qa[kind]))} vs {'/'.join(sorted(qb[kind]))}"))
     return None

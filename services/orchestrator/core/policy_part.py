@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 
 from citetrace.identity import pinned_link
 from citetrace.kit.errors import DomainError
@@ -39,7 +40,7 @@ from services.orchestrator.core.model import (
 from services.orchestrator.core.parts import PartContext, unavailable
 from services.orchestrator.core.ports import Retrieval
 from services.orchestrator.core.router import Lexicon
-from services.orchestrator.core.routing import Clarification, PartPlan, clarification_text
+from services.orchestrator.core.routing import Clarification, PartPlan, Route, clarification_text
 
 log = logging.getLogger("citetrace.orchestrator")
 
@@ -60,6 +61,15 @@ class PolicySettings:
     relevance_offer: str = "relevant"
 
 
+@dataclasses.dataclass(frozen=True)
+class ClinicRules:
+    """The hits scoped to a location, set aside when no clinic was named (with every hit's scope
+    from the store of record): never offered, but an answer is checked against them."""
+
+    hits: tuple[Hit, ...] = ()
+    scopes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+
 def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tuple[tuple[Hit, ...], str]:
     """The hits to offer and, when none answers the question, why not (the part abstains). Only
     when retrieval judged relevance (its settings name the model); the scores stay on the hits of the
@@ -76,6 +86,34 @@ def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tu
                     f"{best.relevance:.3f} < {settings.relevance_best_threshold:.3f}; any other relevant at >= "
                     f"{settings.relevance_threshold:.3f}, {settings.relevance_model})")
     return (relevant if offer == "relevant" else hits), ""
+
+
+def question_for_generation(plan: PartPlan, route: Route, offered: tuple[LabelledPassage, ...]) -> str:
+    """The part's clauses as the generator reads them: without the name of the clinic the route
+    resolved when no offered passage names that clinic. Retrieval kept only that clinic's passages
+    and the tenant-wide ones, so then every passage offered applies there and the name tells none
+    apart; left in, it makes the generator refuse the tenant-wide rules (they name no clinic) as
+    evidence about somewhere else. When a passage names the clinic (an hours table with a row per
+    clinic) the name picks the answer and stays. A place the route did not resolve always stays:
+    the generator must refuse to answer for it."""
+    question = " ".join(plan.clauses)
+    if route.location is None:
+        return question
+    written = set()
+    for lp in offered:
+        written.update(_words(f"{lp.passage.title} {lp.passage.heading_context} {lp.passage.text}"))
+    for entity in route.entities:
+        words = _words(entity.surface)
+        if entity.kind != "location" or entity.value != route.location.location_id or not words:
+            continue
+        if not set(words) <= written:
+            name = re.compile(r"\b" + r"\W+".join(re.escape(w) for w in words) + r"\b", re.IGNORECASE)
+            question = " ".join(name.sub(" ", question).split())
+    return question
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
 
 
 def citation_for(label: str, hit: Hit) -> Citation:
@@ -120,13 +158,14 @@ class PolicyPart:
             return unavailable(out, ctx, "retrieval", err)
         out.retrieval = found
         hits = found.hits
+        aside = ClinicRules()
         if not hits:  # never relax a filter: no eligible evidence means abstain
             return self._abstain(out, plan, ctx, ())
         if route.location is None and len(route.clinic_choices) > 1:
             narrowed = self._tenant_wide(plan, ctx, hits, out)
             if isinstance(narrowed, PartResult):
                 return narrowed
-            hits = narrowed
+            hits, aside = narrowed
             if not hits:
                 return self._abstain(out, plan, ctx, ())
         if self.settings.relevance_gate == "abstain":
@@ -143,7 +182,7 @@ class PolicyPart:
             return out.settle(Outcome.CONFLICT, ctx.wording.say("conflict"), NextAction.ROUTE_TO_POLICY_OWNER)
         # Every hit is offered in rank order; generation keeps the prefix within its context budget.
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
-        grounded = self.answerer.answer(" ".join(plan.clauses), plan.intent, offered, request.as_of, ctx.calls)
+        grounded = self.answerer.answer(question_for_generation(plan, ctx.route, offered), plan.intent, offered, request.as_of, ctx.calls)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, offered, grounded)
         out.generation = grounded.generation
@@ -155,6 +194,11 @@ class PolicyPart:
             return unavailable(out, ctx, *grounded.unavailable)
         if grounded.best is None:
             return self._abstain(out, plan, ctx, hits)
+        overridden = self._clinic_dependent(plan, ctx, grounded, aside)
+        if overridden is not None:
+            return self._which_clinic(out, ctx, tuple(c.display_name for c in ctx.route.clinic_choices),
+                                      f"location: the answer depends on the clinic and none was named: "
+                                      f"{overridden.explanation}")
         return self._settle(out, plan, ctx, hits, grounded)
 
     def _location_terms(self, plan: PartPlan, ctx: PartContext, offered: tuple[LabelledPassage, ...],
@@ -182,14 +226,15 @@ class PolicyPart:
         local = tuple(lp for lp in candidates if lp.passage.identity.version_id in scoped)
         if not local:
             return grounded
-        own = self.answerer.answer(" ".join(plan.clauses), plan.intent, local, ctx.request.as_of, ctx.calls)
+        own = self.answerer.answer(question_for_generation(plan, ctx.route, local), plan.intent, local, ctx.request.as_of, ctx.calls)
         return prefer_local(own, grounded)
 
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
-                     out: PartResult) -> tuple[Hit, ...] | PartResult:
+                     out: PartResult) -> tuple[tuple[Hit, ...], ClinicRules] | PartResult:
         """No clinic resolved and the caller has several: a passage scoped to a location is never
-        offered (it could be another clinic's rule); the tenant-wide passages answer. When every hit
-        is clinic-specific, the question depends on the clinic: ask which one. Scopes come from the
+        offered (it could be another clinic's rule); the tenant-wide passages answer, and the
+        scoped ones are kept aside (ClinicRules) to check that answer against. When every hit is
+        clinic-specific, the question depends on the clinic: ask which one. Scopes come from the
         store of record."""
         try:
             versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
@@ -202,37 +247,73 @@ class PolicyPart:
             named = {loc for h in scoped for loc in scopes.get(h.passage.identity.version_id, ())}
             options = tuple(c.display_name for c in ctx.route.clinic_choices if c.location_id in named) or \
                 tuple(c.display_name for c in ctx.route.clinic_choices)
-            clarification = Clarification("which_clinic_of", "location", ctx.route.specialty, options=options)
-            out.clarification_question = clarification_text(clarification, ctx.wording)
-            out.error = f"location: every passage found is scoped ({', '.join(sorted(named))}) and no clinic was named"
-            return out.settle(Outcome.NEEDS_CLARIFICATION, out.clarification_question, NextAction.ANSWER_CLARIFICATION)
-        return tuple(h for h in hits if h not in scoped)
+            return self._which_clinic(out, ctx, options,
+                                      f"location: every passage found is scoped ({', '.join(sorted(named))}) "
+                                      "and no clinic was named")
+        return tuple(h for h in hits if h not in scoped), ClinicRules(tuple(scoped), scopes)
 
-    def _conflict(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
-                  out: PartResult) -> tuple[Hit, Hit] | None:
+    def _clinic_dependent(self, plan: PartPlan, ctx: PartContext, grounded: Grounded,
+                          aside: ClinicRules) -> conflicts.Conflict | None:
+        """A tenant-wide rule the answer states that a clinic's own rule (kept aside) overrides with
+        another quantity ("15 minutes" for every clinic, "30 minutes" at Bayside): the answer would
+        be the wrong rule for that clinic's patients. Checked on what the answer shows, so a part
+        that finds nothing to say still abstains rather than asking which clinic."""
+        best = grounded.best
+        if best is None or not aside.hits:
+            return None
+        # What the answer states, per passage it cites: the rule quantities compared are the ones
+        # shown, not everything the cited passage says ("which documents to bring" cites the
+        # arrival policy, and states no lead time).
+        stated: dict[str, list[str]] = {}
+        for claim in best.generated.claims:
+            if claim.claim_id in best.shown:
+                for citation in best.by_claim[claim.claim_id].citations:
+                    stated.setdefault(citation.passage_id, []).append(claim.text)
+        answering = [dataclasses.replace(lp.passage, text=" ".join(stated[lp.passage.identity.passage_id]))
+                     for lp in best.given if lp.passage.identity.passage_id in stated]
+        if not answering:
+            return None
+        pool = tuple(Hit(p) for p in answering) + aside.hits
+        scopes = {**aside.scopes, **{p.identity.version_id: () for p in answering}}
+        return self._detect(plan, ctx, pool, scopes, overrides=True, top_n=len(pool))
+
+    @staticmethod
+    def _which_clinic(out: PartResult, ctx: PartContext, options: tuple[str, ...], why: str) -> PartResult:
+        clarification = Clarification("which_clinic_of", "location", ctx.route.specialty, options=options)
+        out.clarification_question = clarification_text(clarification, ctx.wording)
+        out.error = why
+        return out.settle(Outcome.NEEDS_CLARIFICATION, out.clarification_question, NextAction.ANSWER_CLARIFICATION)
+
+    def _detect(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+                scopes: dict[str, tuple[str, ...]] | None, overrides: bool = False,
+                top_n: int | None = None) -> conflicts.Conflict | None:
+        """conflicts.detect over the top hits (`scopes`: version -> location scope from the store of
+        record, only the versions that may be cited; None: not known yet)."""
         lexicon = self.lexicon
         vocabulary = {**lexicon.specialties, **lexicon.appointment_types}
         asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
+        top = hits[: top_n or self.settings.conflict_top_n]
+        candidates = [conflicts.Candidate(
+            f"S{i + 1}", h.passage.identity.passage_id, h.passage.identity.document_id,
+            h.passage.identity.version_id, h.passage.identity.source_class, h.passage.text,
+            f"{h.passage.title} > {h.passage.heading_context}",
+            None if scopes is None else scopes.get(h.passage.identity.version_id, ()),
+        ) for i, h in enumerate(top) if scopes is None or h.passage.identity.version_id in scopes]
+        return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
+                                len(top), question=" ".join(plan.clauses), overrides=overrides)
+
+    def _conflict(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+                  out: PartResult) -> tuple[Hit, Hit] | None:
         top = hits[: self.settings.conflict_top_n]
-
-        def detect(scopes: dict[str, tuple[str, ...]] | None) -> conflicts.Conflict | None:
-            candidates = [conflicts.Candidate(
-                f"S{i + 1}", h.passage.identity.passage_id, h.passage.identity.document_id,
-                h.passage.identity.version_id, h.passage.identity.source_class, h.passage.text,
-                f"{h.passage.title} > {h.passage.heading_context}",
-                None if scopes is None else scopes.get(h.passage.identity.version_id, ()),
-            ) for i, h in enumerate(top) if scopes is None or h.passage.identity.version_id in scopes]
-            return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
-                                    len(top), question=" ".join(plan.clauses))
-
-        found = detect(None)
+        found = self._detect(plan, ctx, hits, None)
         if found is None:
             return None
         # Confirm with the store of record: only approved versions, and their location scopes.
         try:
             versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
                                  [h.passage.identity.passage_id for h in top])
-            found = detect({v.version_id: v.location_scope for v in versions if v.status == VersionStatus.APPROVED})
+            found = self._detect(plan, ctx, hits, {v.version_id: v.location_scope for v in versions
+                                                   if v.status == VersionStatus.APPROVED})
         except DomainError as err:
             log.warning("conflict check could not reload versions (%s); location scopes unverified", err.reason)
         if found is None:

@@ -1,0 +1,48 @@
+"""The question the generator reads (policy_part.question_for_generation): the name of the clinic
+the route resolved is left out when no offered passage names that clinic (retrieval kept only that
+clinic's and the tenant-wide passages, so the name tells none of them apart, and a generator that
+refuses evidence about "somewhere else" would refuse every tenant-wide rule); it stays when a
+passage names it (a row per clinic), and a place the route did not resolve always stays."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from services.orchestrator.core import model as m
+from services.orchestrator.core.clinics import LocationInfo
+from services.orchestrator.core.policy_part import question_for_generation
+from services.orchestrator.core.routing import Entity, PartPlan
+
+QUARRY = LocationInfo("lar-quarry", "Larchmont Quarry Street Clinic", aliases=("Quarry Street",))
+
+
+def offered(*texts: str) -> tuple[m.LabelledPassage, ...]:
+    return tuple(m.LabelledPassage(f"S{i}", m.Passage(m.PassageIdentity(f"p{i}"), text, "Visiting > When to arrive",
+                                                       "Coming to see us"))
+                 for i, text in enumerate(texts, start=1))
+
+
+def plan(question: str) -> PartPlan:
+    return PartPlan("p1", m.Intent.ARRIVAL_PREPARATION, m.PartKind.ARRIVAL_PREPARATION, [question])
+
+
+def route(location=QUARRY, surface="quarry street"):
+    entities = [Entity("location", surface, location.location_id, 1.0, "exact")] if location else []
+    return SimpleNamespace(location=location, entities=entities)
+
+
+def test_a_resolved_clinic_no_passage_names_is_left_out():
+    asked = question_for_generation(plan("How early should I get to the Quarry Street clinic?"), route(),
+                                    offered("Aim to get to reception about 15 minutes before your appointment time."))
+    assert asked == "How early should I get to the clinic?"
+
+
+def test_a_clinic_a_passage_names_stays():
+    question = "Is Quarry Street open on Sundays?"
+    assert question_for_generation(plan(question), route(), offered(
+        "Quarry Street: Monday to Friday. Bayside: every day.")) == question
+
+
+def test_a_place_the_route_did_not_resolve_stays():
+    question = "Do you have a clinic in Oslo?"
+    assert question_for_generation(plan(question), route(location=None), offered("Parking is free.")) == question
