@@ -4,7 +4,7 @@
 # `make test` runs the same comparison as tests/eval/test_eval_regression.py, on both search backends.
 # BACKEND=opensearch: retrieval on the local OpenSearch node (started if needed), JSON in
 # bench/results/eval-opensearch.json, compared with the same baseline and tolerance.
-.PHONY: eval eval-baseline
+.PHONY: eval eval-baseline bench-probe
 BACKEND ?= embedded
 EVAL_JSON = bench/results/$(if $(filter opensearch,$(BACKEND)),eval-opensearch,eval).json
 
@@ -14,3 +14,8 @@ eval: setup $(if $(filter opensearch,$(BACKEND)),opensearch-up)
 # Refresh the committed baseline on purpose (review the diff and say why in the commit).
 eval-baseline: setup
 	PYTHONPATH=tests OPENBLAS_NUM_THREADS=1 $(PY) -m eval.harness --json bench/results/eval.json --write-baseline
+
+# The independent probe tenant (tests/e2e/unseen/LARCHMONT.md) through the whole stack, scored
+# against labels written before any run.
+bench-probe: setup
+	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --json bench/results/probe-larchmont.json

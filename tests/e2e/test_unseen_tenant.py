@@ -9,7 +9,18 @@ question is one the probe found answered wrongly or not at all, and the class it
 - coming without an appointment is no cancellation ("drop in" was read as "drop my booking" and
   answered with the late-cancellation fee);
 - a paraphrase that shares no key term with its answer ("Are pets allowed?" -> "other animals are not
-  permitted") is answered by meaning (extractive-v2-semantic, 2026-12-05)."""
+  permitted") is answered by meaning (extractive-v2-semantic, 2026-12-05).
+
+And Larchmont (tests/e2e/unseen/LARCHMONT.md), a probe tenant written by an independent author on
+2026-12-06 with two clinics, one of which overrides tenant-wide rules (`make bench-probe` scores all
+40 of its questions):
+
+- a named clinic is no reason to refuse the tenant-wide rule that applies there (the name of the
+  resolved clinic made the generator refuse evidence "about somewhere else");
+- a topic fragment beside the question is what it asks about ("parking at quarry st - is it free?"
+  was answered with a blood-test fee);
+- with no clinic named, a tenant-wide rule that a clinic's own rule overrides is not given as the
+  answer: the part asks which clinic."""
 
 from __future__ import annotations
 
@@ -81,3 +92,36 @@ def test_a_paraphrase_is_answered_by_meaning_through_the_stack(pinecrest, questi
     assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
     assert answer in part.claims[0].text, [claim.text for claim in part.claims]
     assert all(claim.support == c.SUPPORT_VERDICT_SUPPORTED for claim in part.claims)
+
+
+LARCHMONT = "larchmont"
+
+
+@pytest.fixture(scope="module")
+def larchmont(stack):
+    ingest = stack.cli("ingest", "--data-dir", str(stack.data_dir), str(HERE / LARCHMONT))
+    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
+    slots = stack.cli("slots", "load", "--data-dir", str(stack.data_dir), str(HERE / "larchmont-slots.yaml"))
+    assert slots.returncode == 0, slots.stdout + slots.stderr
+    return stack
+
+
+def test_a_named_clinic_is_answered_from_the_tenant_wide_rule(larchmont):
+    part = larchmont.ask("how early should I get to the Quarry Street clinic?", tenant=LARCHMONT).parts[0]
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any("15 minutes" in claim.text for claim in part.claims), [claim.text for claim in part.claims]
+    assert {cit.document_id for claim in part.claims for cit in claim.citations} == {"lar-visiting"}
+
+
+def test_a_topic_fragment_is_what_the_question_asks_about(larchmont):
+    part = policy_part(larchmont.ask("parking at quarry st - is it free?", tenant=LARCHMONT))
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert "park free of charge" in part.claims[0].text, [claim.text for claim in part.claims]
+
+
+def test_a_rule_one_clinic_overrides_is_not_answered_for_every_clinic(larchmont):
+    part = larchmont.ask("how early do i need to get there before my appointment?", tenant=LARCHMONT).parts[0]
+    assert part.outcome == c.PART_OUTCOME_NEEDS_CLARIFICATION, part.answer_text
+    assert "Bayside" in part.clarification_question and "Quarry Street" in part.clarification_question
+    assert not part.claims
+
