@@ -36,13 +36,17 @@ HERE = Path(__file__).resolve().parent / "unseen"
 TENANT = "pinecrest"
 
 
+def loaded(stack, documents: Path, slots: Path):
+    """The stack with a probe tenant's documents ingested and its scheduling world loaded."""
+    for args in (("ingest", documents), ("slots", "load", slots)):
+        done = stack.cli(*args[:-1], "--data-dir", str(stack.data_dir), str(args[-1]))
+        assert done.returncode == 0, done.stdout + done.stderr
+    return stack
+
+
 @pytest.fixture(scope="module")
 def pinecrest(stack):
-    ingest = stack.cli("ingest", "--data-dir", str(stack.data_dir), str(HERE / TENANT))
-    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
-    slots = stack.cli("slots", "load", "--data-dir", str(stack.data_dir), str(HERE / "slots.yaml"))
-    assert slots.returncode == 0, slots.stdout + slots.stderr
-    return stack
+    return loaded(stack, HERE / TENANT, HERE / "slots.yaml")
 
 
 def shown(response) -> list[str]:
@@ -99,11 +103,7 @@ LARCHMONT = "larchmont"
 
 @pytest.fixture(scope="module")
 def larchmont(stack):
-    ingest = stack.cli("ingest", "--data-dir", str(stack.data_dir), str(HERE / LARCHMONT))
-    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
-    slots = stack.cli("slots", "load", "--data-dir", str(stack.data_dir), str(HERE / "larchmont-slots.yaml"))
-    assert slots.returncode == 0, slots.stdout + slots.stderr
-    return stack
+    return loaded(stack, HERE / LARCHMONT, HERE / "larchmont-slots.yaml")
 
 
 def test_a_named_clinic_is_answered_from_the_tenant_wide_rule(larchmont):
