@@ -91,7 +91,7 @@ def main() -> int:
         "command": "make bench-probe", "tenant": args.tenant,
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "right": sum(row["right"] for row in rows), "questions": len(rows), "by_label": by_label,
-        "emergency_recall": f"{by_label.get('emergency', {}).get('right', 0)}/{by_label.get('emergency', {}).get('questions', 0)}",
+        "emergency_recall": "{right}/{questions}".format(**by_label.get("emergency", {"right": 0, "questions": 0})),
         "wrong": [row for row in rows if not row["right"]],
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)

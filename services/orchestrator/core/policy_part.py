@@ -182,7 +182,8 @@ class PolicyPart:
             return out.settle(Outcome.CONFLICT, ctx.wording.say("conflict"), NextAction.ROUTE_TO_POLICY_OWNER)
         # Every hit is offered in rank order; generation keeps the prefix within its context budget.
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
-        grounded = self.answerer.answer(question_for_generation(plan, ctx.route, offered), plan.intent, offered, request.as_of, ctx.calls)
+        grounded = self.answerer.answer(question_for_generation(plan, ctx.route, offered), plan.intent, offered,
+                                        request.as_of, ctx.calls)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, offered, grounded)
         out.generation = grounded.generation
@@ -226,7 +227,8 @@ class PolicyPart:
         local = tuple(lp for lp in candidates if lp.passage.identity.version_id in scoped)
         if not local:
             return grounded
-        own = self.answerer.answer(question_for_generation(plan, ctx.route, local), plan.intent, local, ctx.request.as_of, ctx.calls)
+        own = self.answerer.answer(question_for_generation(plan, ctx.route, local), plan.intent, local,
+                                   ctx.request.as_of, ctx.calls)
         return prefer_local(own, grounded)
 
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
