@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from citetrace.kit.errors import FailedPrecondition
+from citetrace.kit.sql import due_in_tenant_order
 from sqlalchemy import Connection, and_, exists, false, func, or_, select, true, update
 
 from services.scheduler_gateway import codec
@@ -277,14 +278,9 @@ class SqlWorkflowStore:
 
     @unavailable_on_db_error
     def due(self, now: dt.datetime, limit: int = 100) -> list[PendingEvent]:
-        ob, earlier = s.action_events_outbox, s.action_events_outbox.alias("earlier")
-        # A pending row is due when neither it nor an earlier pending row of its tenant waits out a
-        # backoff: a tenant's events become chain links in the order they were written.
-        waiting = exists().where(earlier.c.tenant_id == ob.c.tenant_id, earlier.c.delivered_at.is_(None),
-                                 earlier.c.id <= ob.c.id, earlier.c.next_attempt_at > now)
+        # A tenant's events become chain links in the order they were written.
         with self.engine.connect() as conn:
-            rows = conn.execute(select(ob).where(ob.c.delivered_at.is_(None), ~waiting)
-                                .order_by(ob.c.id).limit(limit)).all()
+            rows = conn.execute(due_in_tenant_order(s.action_events_outbox, now).limit(limit)).all()
         return [PendingEvent(int(r.id), r.tenant_id, r.event_id, r.payload, int(r.attempts)) for r in rows]
 
     @unavailable_on_db_error

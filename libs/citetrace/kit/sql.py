@@ -78,6 +78,16 @@ def make_engine(url: str, *, sqlite_begin: SqliteBegin = SqliteBegin.DRIVER, sql
 _PROCESS_LOCK = threading.RLock()
 
 
+def due_in_tenant_order(table: sa.Table, now) -> sa.Select:
+    """The due rows of a table outbox (kit.relay.TableOutbox: columns id, tenant_id, next_attempt_at,
+    delivered_at), oldest first: a pending row is due when neither it nor an earlier pending row of
+    its tenant still waits out a backoff, so a tenant's events are delivered in the order written."""
+    earlier = table.alias("earlier")
+    waiting = sa.exists().where(earlier.c.tenant_id == table.c.tenant_id, earlier.c.delivered_at.is_(None),
+                                earlier.c.id <= table.c.id, earlier.c.next_attempt_at > now)
+    return sa.select(table).where(table.c.delivered_at.is_(None), ~waiting).order_by(table.c.id)
+
+
 def lock_id(name: str) -> int:
     """A stable PostgreSQL advisory-lock key for a store's name (signed 64-bit)."""
     return int.from_bytes(hashlib.sha256(f"citetrace-migrate:{name}".encode()).digest()[:8], "big", signed=True)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from citetrace.kit import sql as kit_sql
 from citetrace.vocab import APPROVED, RETIRED
-from sqlalchemy import bindparam, exists, func, select, tuple_
+from sqlalchemy import bindparam, func, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, aliased, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from .models import DocumentRow, ExtractionRow, PassageRow, VersionEventOutboxRow, VersionRow
 from .records import (
@@ -627,11 +627,9 @@ class Store:
     def due_version_events(self, now: datetime, limit: int = 100) -> list[VersionEvent]:
         """Undelivered events whose next attempt is due, oldest first, each tenant's only up to its
         first event still waiting out a backoff (a tenant's events are delivered in order)."""
-        row, earlier = VersionEventOutboxRow, aliased(VersionEventOutboxRow)
-        waiting = exists().where(earlier.tenant_id == row.tenant_id, earlier.delivered_at.is_(None),
-                                 earlier.id <= row.id, earlier.next_attempt_at > now)
+        table = VersionEventOutboxRow.__table__
         with self._session() as s:
-            rows = s.scalars(select(row).where(row.delivered_at.is_(None), ~waiting).order_by(row.id).limit(limit))
+            rows = s.execute(kit_sql.due_in_tenant_order(table, now).limit(limit)).all()
             return [_event_record(r) for r in rows]
 
     def version_events(self, tenant_id: str | None = None) -> list[VersionEvent]:
