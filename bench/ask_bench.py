@@ -298,8 +298,9 @@ def beside(result: dict, other: Path) -> dict | None:
 
 
 def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size: int | None = None,
-                     backend: dict | None = None):
-    """Every service's servicer from its own build_spec(), warmed up, wired without gRPC."""
+                     backend: dict | None = None, relevance_store: Path | None = None):
+    """Every service's servicer from its own build_spec(), warmed up, wired without gRPC
+    (`relevance_store`: the passage sides the stack's retrieval computed, default in its data dir)."""
     # No network in this mode: the clients a bootstrap builds (e.g. trace's passage reader) are
     # never called, and the stack's certificates are not this process's (kit.clients.transport).
     os.environ.setdefault("CITETRACE_TLS_MODE", "plaintext")
@@ -322,8 +323,7 @@ def build_in_process(stack_dir: Path, work: Path, cache: Path, query_cache_size:
 
     retrieval_service = retrieval_spec(RetrievalSettings(
         port=0, metrics_port=-1, data_dir=stack_dir, embedding_cache_path=cache,
-        relevance_store_path=Path(os.environ.get("CITETRACE_RETRIEVAL_RELEVANCE_STORE_PATH",
-                                                 stack_dir / "relevance-passages.sqlite")), **(backend or {}),
+        relevance_store_path=relevance_store, **(backend or {}),
         **({} if query_cache_size is None else {"query_cache_size": query_cache_size})))
     specs = [
         retrieval_service,
@@ -470,7 +470,8 @@ def main() -> int:
     # relevance passage sides it computes beside it: derived data keyed by model, format and text, so
     # a later run reads them instead of computing SciFact's again (about 9 minutes on 2 cores).
     os.environ["CITETRACE_RETRIEVAL_EMBEDDING_CACHE_PATH"] = str(args.cache)
-    os.environ["CITETRACE_RETRIEVAL_RELEVANCE_STORE_PATH"] = str(args.cache.parent / "relevance-passages-bench.sqlite")
+    relevance_store = args.cache.parent / "relevance-passages-bench.sqlite"
+    os.environ["CITETRACE_RETRIEVAL_RELEVANCE_STORE_PATH"] = str(relevance_store)
     if args.query_cache_size is not None:
         os.environ["CITETRACE_RETRIEVAL_QUERY_CACHE_SIZE"] = str(args.query_cache_size)
 
@@ -521,7 +522,7 @@ def main() -> int:
 
             progress("building the same cores in this process")
             in_ask, close = build_in_process(tmp / "stack", tmp / "in-process", args.cache, args.query_cache_size,
-                                             backend_settings(stack))
+                                             backend_settings(stack), relevance_store)
             try:
                 closed_loop(in_ask, questions, 4, len(questions))
                 result["in_process"] = run_levels("in-process", in_ask, questions, levels, asks_per_level,
