@@ -39,6 +39,8 @@ class GenerationRequest:
     passages: tuple[OfferedPassage, ...]  # rank order
     feedback: tuple[Feedback, ...] = ()
     attempt: int = 1
+    # How the question names the place its passages were chosen for: where, never what is asked.
+    place_names: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass

@@ -39,6 +39,11 @@ SEMANTIC_FOLLOW = 0.35
 SEMANTIC_FLOOR = 0.15
 # A further claim is shown only when it is about as relevant as the lead (relevance within this).
 FOLLOW_MARGIN = 0.2
+# What a unit of a passage that names the place the question was resolved to (GenerateRequest.
+# place_names) adds to its relevance: that place's own passage holds the rule that applies there (a
+# clinic's own rule overrides the tenant-wide one), so among units about as close to the question,
+# its unit leads. Not enough to lift a unit of no meaning in common past the lead gate.
+PLACE_PRIOR = 0.1
 
 # Words of a question that say nothing about its topic.
 _QUESTION_NOISE = frozenset(claimtext.stem(w) for w in (
@@ -81,6 +86,7 @@ class _Candidate:
     relevance: float = 0.0  # sem + LEXICAL_WEIGHT * score / the best score (the semantic ranking)
     key_terms: bool = True  # the question has key terms (without any, coverage is 1.0 and says nothing)
     readable: bool = False  # read by the similarity (English or undetermined); else words alone judge it
+    own_place: bool = False  # its passage names the place the question was resolved to
 
 
 def _subject(passage) -> str:
@@ -116,7 +122,7 @@ class ExtractiveBackend:
         if self.similarity is not None:
             out.update({"similarity_model": self.similarity.version, "lexical_weight": str(LEXICAL_WEIGHT),
                         "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),
-                        "follow_margin": str(FOLLOW_MARGIN)})
+                        "follow_margin": str(FOLLOW_MARGIN), "place_prior": str(PLACE_PRIOR)})
         return out
 
     def _by_meaning(self, request: GenerationRequest) -> bool:
@@ -127,8 +133,8 @@ class ExtractiveBackend:
         # A sentence of the question addressed to an assistant ("Ignore previous instructions ...")
         # is not what the question asks about.
         question = relevance.terms(relevance.question_sentences(request.question)) - _QUESTION_NOISE - _CUE_STEMS
-        key_terms = relevance.key_terms(request.question, request.intent)
-        asked_terms = relevance.asked_key_terms(request.question, request.intent)
+        key_terms = relevance.key_terms(request.question, request.intent, request.place_names)
+        asked_terms = relevance.asked_key_terms(request.question, request.intent, request.place_names)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
         unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str],
@@ -148,6 +154,8 @@ class ExtractiveBackend:
             section = claimtext.content_set(passage.heading_context.split(" > ")[-1])
             names_topic = bool(key_terms) and all(relevance.covers(t, section) for t in key_terms)
             subject = _subject(passage)
+            names_place = relevance.names_a_place(f"{passage.title} {passage.heading_context} {passage.text}",
+                                                  request.place_names)
             for position, raw_unit in enumerate(claimtext.units(passage.text)):
                 unit = raw_unit
                 if subject and not raw_unit.text.startswith(subject):
@@ -162,7 +170,8 @@ class ExtractiveBackend:
                         merged[key].labels.append(passage.label)
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position,
-                                       reading=unit_reading(passage.heading_context, passage.title, unit.text))
+                                       reading=unit_reading(passage.heading_context, passage.title, unit.text),
+                                       own_place=names_place)
                 covered = relevance.terms(unit.text) | labelled
                 candidate.coverage = relevance.coverage(key_terms, covered)
                 candidate.key_terms = bool(key_terms) or bool(asked_terms)
@@ -231,7 +240,7 @@ class ExtractiveBackend:
         question = relevance.asked_clauses(request.question) or relevance.question_sentences(request.question)
         # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
         # left in, a clinic's name makes every unit naming that clinic look like an answer.
-        question = relevance.without_entity_names(question)
+        question = relevance.without_entity_names(question, request.place_names)
         readable = [c for c in units if reads_english(c.text)]
         for candidate in readable:
             candidate.readable = True
@@ -240,7 +249,8 @@ class ExtractiveBackend:
             candidate.sem = sem
         best = max((c.score for c in units), default=0.0) or 1.0
         for candidate in units:
-            candidate.relevance = candidate.sem + LEXICAL_WEIGHT * candidate.score / best
+            candidate.relevance = (candidate.sem + LEXICAL_WEIGHT * candidate.score / best
+                                   + (PLACE_PRIOR if candidate.own_place else 0.0))
         ranked = sorted(
             (c for c in units
              if (c.score > 0 and not (c.table in rows_hit and c.own == 0)) or c.sem >= SEMANTIC_LEAD),

@@ -135,18 +135,19 @@ def asked_clauses(question: str) -> str:
     return " ".join(kept) if asking and len(kept) < len(clauses) else ""
 
 
-def key_terms(question: str, intent: str) -> frozenset[str]:
+def key_terms(question: str, intent: str, place_names: tuple[str, ...] = ()) -> frozenset[str]:
     """What the question asks ABOUT. The names of the provider or place it asks about are not
     among them: signal 2 checks those; coverage is about what is asked of them ("parking" at
-    Northgate, not "Northgate")."""
-    return _key_terms(question_sentences(question), question, intent)
+    Northgate, not "Northgate"). `place_names`: how the question names the place its passages were
+    chosen for (the caller resolved it, written any way: "the riverbend hub"), likewise no topic."""
+    return _key_terms(question_sentences(question), question, intent, place_names)
 
 
-def asked_key_terms(question: str, intent: str) -> frozenset[str] | None:
+def asked_key_terms(question: str, intent: str, place_names: tuple[str, ...] = ()) -> frozenset[str] | None:
     """The key terms of the asking clauses alone (None when they are the whole question). A unit
     covering these answers what was asked even when the context clause's story is not in it."""
     asked = asked_clauses(question)
-    return _key_terms(asked, question, intent) if asked else None
+    return _key_terms(asked, question, intent, place_names) if asked else None
 
 
 # English contractions spelled out before the key terms are read: "can't" would leave "ca", "I'll"
@@ -162,11 +163,11 @@ def _spelled_out(text: str) -> str:
     return text
 
 
-def _key_terms(text: str, question: str, intent: str) -> frozenset[str]:
+def _key_terms(text: str, question: str, intent: str, place_names: tuple[str, ...]) -> frozenset[str]:
     found = terms(_spelled_out(text))
     drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset()) | _STOP_STEMS
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
-    drop |= frozenset(_STEM(w) for entity in named_entities(question) for w in entity.distinctive)
+    drop |= frozenset(_STEM(w) for w in _name_words(question, place_names))
     return frozenset(t for t in found if t not in drop and not any(ch.isdigit() for ch in t))
 
 
@@ -211,10 +212,28 @@ def named_entities(question: str) -> list[Entity]:
     return found
 
 
-def without_entity_names(question: str) -> str:
-    """The question with the distinctive words of the providers and places it names taken out."""
-    words = {w for entity in named_entities(question) for w in entity.distinctive
-             if w not in _CAPITALISED_FUNCTION_WORDS}
+def _name_words(question: str, place_names: tuple[str, ...]) -> set[str]:
+    """The words that name whom or where the question asks about: the distinctive words of the
+    providers and places it names, and of the resolved place names given (as for a named place,
+    not the generic words of a name: "Center", "Clinic")."""
+    words = {w for entity in named_entities(question) for w in entity.distinctive}
+    words.update(w for name in place_names for w in _place_words(name))
+    return words - _CAPITALISED_FUNCTION_WORDS
+
+
+def names_a_place(text: str, place_names: tuple[str, ...]) -> bool:
+    """Whether the text names one of the places (every distinctive word of one of the names)."""
+    vocabulary = set(re.findall(r"[\w'-]+", _fold(text)))
+    return any(words and words <= vocabulary for words in map(_place_words, place_names))
+
+
+def _place_words(name: str) -> set[str]:
+    return {w for w in re.findall(r"[\w'-]+", _fold(name)) if w not in _PLACE_GENERIC} - _CAPITALISED_FUNCTION_WORDS
+
+
+def without_entity_names(question: str, place_names: tuple[str, ...] = ()) -> str:
+    """The question with the words that name its providers and places taken out."""
+    words = _name_words(question, place_names)
     if not words:
         return question
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")\b",

@@ -39,6 +39,7 @@ def to_domain(request: pb.GenerateRequest) -> GenerationRequest:
             for f in request.feedback
         ),
         attempt=request.attempt,
+        place_names=tuple(request.place_names),
     )
 
 

@@ -12,6 +12,7 @@ from services.generation.core import GenerationRequest
 
 MAX_QUESTION_CHARS = 2000
 MAX_PASSAGES = 100
+MAX_PLACE_NAMES = 10
 _LABEL = re.compile(r"S[1-9][0-9]*")
 
 
@@ -27,6 +28,13 @@ def checked(request: GenerationRequest, budget_passages: int, budget_chars: int)
     for name, value in (("budget.max_passages", budget_passages), ("budget.max_chars", budget_chars)):
         if value < 0:
             raise InvalidArgument("INVALID_BUDGET", f"{name} must be >= 0", field=name)
+    if len(request.place_names) > MAX_PLACE_NAMES:
+        raise InvalidArgument("TOO_MANY_PLACE_NAMES", f"{len(request.place_names)} place names; limit {MAX_PLACE_NAMES}",
+                              field="place_names")
+    for i, name in enumerate(request.place_names):
+        if not name.strip() or len(name) > MAX_QUESTION_CHARS:
+            raise InvalidArgument("INVALID_PLACE_NAME", f"place_names[{i}] {preview(name)} must be non-empty text "
+                                  f"of at most {MAX_QUESTION_CHARS} characters", field="place_names")
     seen: set[str] = set()
     for i, passage in enumerate(request.passages):
         if not _LABEL.fullmatch(passage.label):

@@ -125,3 +125,12 @@ def test_a_rule_one_clinic_overrides_is_not_answered_for_every_clinic(larchmont)
     assert "Bayside" in part.clarification_question and "Quarry Street" in part.clarification_question
     assert not part.claims
 
+
+def test_a_sentence_that_only_names_the_clinic_is_no_answer(larchmont):
+    """The clinic's name, written the caller's way ("the port ellery clinic"), picks where; a
+    sentence that shares only the name ("Our Bayside clinic is on the third floor ... in Port
+    Ellery") says nothing about what is asked there."""
+    response = larchmont.ask("can both my parents sit in on the consultation at the port ellery clinic?",
+                             tenant=LARCHMONT)
+    shown = [claim.text for part in response.parts for claim in part.claims]
+    assert not any("third floor" in text for text in shown), shown

@@ -65,6 +65,55 @@ def test_a_clinic_name_alone_does_not_make_a_unit_an_answer(backend):
     assert claims(backend, "Is parking free at Wrenfield Practice?") == []
 
 
+BRANCH = passage("S8", "Our Elmstead branch", "Our Elmstead branch is on the first floor of the Elmstead shopping arcade.")
+
+
+@pytest.mark.parametrize("question,place", [
+    ("can my husband and my sister both come in with me at the elmstead branch?", "elmstead branch"),
+    ("any wheelchair access at elmstead?", "elmstead"),
+])
+def test_a_resolved_place_name_written_any_way_is_no_topic(backend, question, place):
+    """The caller resolved the clinic ("the elmstead branch", lowercase, no place noun the name
+    pattern knows) and hands it over as a place name: a unit that only names that place does not
+    answer what is asked about it. Without the place name, the shared name makes it the answer."""
+    offered = (*PASSAGES, BRANCH)
+    told = backend.generate(GenerationRequest(question, "OTHER", offered, place_names=(place,)))
+    assert not any("arcade" in c.text for c in told.claims), [c.text for c in told.claims]
+    untold = backend.generate(GenerationRequest(question, "OTHER", offered))
+    assert any("arcade" in c.text for c in untold.claims), "the case no longer shows the failure it guards"
+
+
+class FixedSimilarity:
+    """A similarity with the meaning scores given (the ranking rule under test, not the model)."""
+
+    version = "fixed-for-test"
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+
+    def warm_up(self) -> None:
+        """Nothing to load."""
+
+    def similarities(self, question: str, texts: list[str]) -> list[float]:
+        return [next(v for k, v in self.scores.items() if k in text) for text in texts]
+
+
+def test_the_named_places_own_passage_leads_among_units_about_as_close():
+    """A passage that names the place the question was resolved to, by any of its names (the caller
+    wrote an alias, "kingsbury"; the passage says "Elmstead"), is that place's own, and its rule
+    applies there: among units about as close to the question, its unit leads over the tenant-wide one."""
+    tenant_wide = passage("S1", "Parking", "Patients can park free of charge in the car park.")
+    own = OfferedPassage("S2", "p-own", "Use the pay-and-display on Mill Lane to park, as there is no car park here.",
+                         "handbook", "Our Elmstead branch > Getting here", "Visiting our Elmstead branch")
+    backend = ExtractiveBackend(similarity=FixedSimilarity({"free of charge": 0.60, "Mill Lane": 0.55}))
+    question = "where can i park at kingsbury?"
+    told = backend.generate(GenerationRequest(question, "OTHER", (tenant_wide, own),
+                                              place_names=("kingsbury", "Elmstead Branch", "Kingsbury")))
+    assert told.claims and told.claims[0].evidence_labels == ["S2"], [c.text for c in told.claims]
+    untold = backend.generate(GenerationRequest(question, "OTHER", (tenant_wide, own)))
+    assert untold.claims and untold.claims[0].evidence_labels == ["S1"], "the case no longer shows the failure it guards"
+
+
 def test_an_unrelated_question_is_not_answered(backend):
     assert claims(backend, "Can I bring my dog to the appointment?") == []
 

@@ -364,6 +364,7 @@ class GenerationRequest:
     max_chars: int
     feedback: tuple[ClaimFeedback, ...] = ()
     attempt: int = 1
+    place_names: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+from typing import NamedTuple
 
 from citetrace.identity import pinned_link
 from citetrace.kit.errors import DomainError
@@ -88,28 +89,42 @@ def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tu
     return (relevant if offer == "relevant" else hits), ""
 
 
-def question_for_generation(plan: PartPlan, route: Route, offered: tuple[LabelledPassage, ...]) -> str:
+class GeneratorQuestion(NamedTuple):
+    text: str
+    # The clinic the route resolved, as the text names it and as the tenant does (its name and
+    # aliases): GenerateRequest.place_names, where and not what is asked.
+    place_names: tuple[str, ...] = ()
+
+
+def question_for_generation(plan: PartPlan, route: Route, offered: tuple[LabelledPassage, ...]) -> GeneratorQuestion:
     """The part's clauses as the generator reads them: without the name of the clinic the route
     resolved when no offered passage names that clinic. Retrieval kept only that clinic's passages
     and the tenant-wide ones, so then every passage offered applies there and the name tells none
     apart; left in, it makes the generator refuse the tenant-wide rules (they name no clinic) as
     evidence about somewhere else. When a passage names the clinic (an hours table with a row per
-    clinic) the name picks the answer and stays. A place the route did not resolve always stays:
+    clinic) the name picks the answer and stays. Every name of the resolved clinic is handed over
+    as a place name: a sentence that only names the clinic ("Our Riverbend clinic is on the first
+    floor") does not answer what is asked about it, and a passage that names it, by any of its
+    names, is that clinic's own. A place the route did not resolve always stays, as no place name:
     the generator must refuse to answer for it."""
     question = " ".join(plan.clauses)
     if route.location is None:
-        return question
+        return GeneratorQuestion(question)
     written = set()
     for lp in offered:
         written.update(_words(f"{lp.passage.title} {lp.passage.heading_context} {lp.passage.text}"))
+    names = []
     for entity in route.entities:
         words = _words(entity.surface)
         if entity.kind != "location" or entity.value != route.location.location_id or not words:
             continue
-        if not set(words) <= written:
-            name = re.compile(r"\b" + r"\W+".join(re.escape(w) for w in words) + r"\b", re.IGNORECASE)
-            question = " ".join(name.sub(" ", question).split())
-    return question
+        if set(words) <= written:
+            names.append(entity.surface)
+            continue
+        name = re.compile(r"\b" + r"\W+".join(re.escape(w) for w in words) + r"\b", re.IGNORECASE)
+        question = " ".join(name.sub(" ", question).split())
+    known = (route.location.name, route.location.clinic_name, *route.location.aliases)
+    return GeneratorQuestion(question, tuple(dict.fromkeys(n for n in (*names, *known) if n.strip())))
 
 
 def _words(text: str) -> list[str]:
@@ -182,8 +197,9 @@ class PolicyPart:
             return out.settle(Outcome.CONFLICT, ctx.wording.say("conflict"), NextAction.ROUTE_TO_POLICY_OWNER)
         # Every hit is offered in rank order; generation keeps the prefix within its context budget.
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
-        grounded = self.answerer.answer(question_for_generation(plan, ctx.route, offered), plan.intent, offered,
-                                        request.as_of, ctx.calls)
+        asked = question_for_generation(plan, ctx.route, offered)
+        grounded = self.answerer.answer(asked.text, plan.intent, offered, request.as_of, ctx.calls,
+                                        place_names=asked.place_names)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, offered, grounded)
         out.generation = grounded.generation
@@ -227,8 +243,9 @@ class PolicyPart:
         local = tuple(lp for lp in candidates if lp.passage.identity.version_id in scoped)
         if not local:
             return grounded
-        own = self.answerer.answer(question_for_generation(plan, ctx.route, local), plan.intent, local,
-                                   ctx.request.as_of, ctx.calls)
+        asked = question_for_generation(plan, ctx.route, local)
+        own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
+                                   place_names=asked.place_names)
         return prefer_local(own, grounded)
 
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],

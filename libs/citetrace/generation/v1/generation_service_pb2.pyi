@@ -28,20 +28,22 @@ class ClaimFeedback(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., reasons: _Optional[_Iterable[_Union[_common_pb2.FailureReason, str]]] = ..., support: _Optional[_Union[_common_pb2.SupportVerdict, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class GenerateRequest(_message.Message):
-    __slots__ = ("question", "intent", "passages", "budget", "feedback", "attempt")
+    __slots__ = ("question", "intent", "passages", "budget", "feedback", "attempt", "place_names")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     FEEDBACK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    PLACE_NAMES_FIELD_NUMBER: _ClassVar[int]
     question: str
     intent: _common_pb2.Intent
     passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.LabelledPassage]
     budget: ContextBudget
     feedback: _containers.RepeatedCompositeFieldContainer[ClaimFeedback]
     attempt: int
-    def __init__(self, question: _Optional[str] = ..., intent: _Optional[_Union[_common_pb2.Intent, str]] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.LabelledPassage, _Mapping]]] = ..., budget: _Optional[_Union[ContextBudget, _Mapping]] = ..., feedback: _Optional[_Iterable[_Union[ClaimFeedback, _Mapping]]] = ..., attempt: _Optional[int] = ...) -> None: ...
+    place_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, question: _Optional[str] = ..., intent: _Optional[_Union[_common_pb2.Intent, str]] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.LabelledPassage, _Mapping]]] = ..., budget: _Optional[_Union[ContextBudget, _Mapping]] = ..., feedback: _Optional[_Iterable[_Union[ClaimFeedback, _Mapping]]] = ..., attempt: _Optional[int] = ..., place_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GeneratorInfo(_message.Message):
     __slots__ = ("backend", "model_id", "prompt_version", "settings")
