@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -25,13 +24,14 @@ from pathlib import Path
 import grpc
 import pytest
 from citetrace.kit.auth import AuthSettings, bearer_metadata, mint_token
-from citetrace.kit.stack import BY_NAME, SERVICES, stack_ports
+from citetrace.kit.stack import BY_NAME, SERVICES
 from citetrace.kit.testing import auth_env
 from citetrace.kit.tls import TransportSettings, open_channel
 from citetrace.orchestrator.v1 import orchestrator_service_pb2 as pb
 from citetrace.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from citetrace.trace.v1 import trace_service_pb2 as trace_pb
 from citetrace.trace.v1 import trace_service_pb2_grpc as trace_grpc
+from observability.harness import free_port_offset
 
 from apps.cli.common import cli_transport, local_ca
 from apps.cli.stack import health_of
@@ -68,29 +68,10 @@ def backend_env(backend: str) -> Iterator[dict[str, str]]:
             OpenSearchBackend(OpenSearchConfig(hosts=(url,), index_prefix=prefix)).drop_all()
 
 
-def _free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _free_offset() -> int:
-    for _ in range(200):
-        offset = random.randrange(3000, 9000, 10)
-        ports = [p + offset for p in stack_ports()]
-        if all(_free(p) for p in ports):
-            return offset
-    raise RuntimeError("no free port offset for the e2e stack")
 
 
 def citetrace(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -210,7 +191,7 @@ def running_stack(data_dir: Path, env: dict[str, str] | None = None, backend: st
 @contextlib.contextmanager
 def _running_stack(data_dir: Path, env: dict[str, str]) -> Iterator[Stack]:
     data_dir.mkdir(parents=True, exist_ok=True)
-    offset = _free_offset()
+    offset = free_port_offset()
     up = citetrace("up", "--detach", "--port-offset", str(offset), "--data-dir", str(data_dir), env=env)
     if up.returncode != 0:
         citetrace("down", "--data-dir", str(data_dir), timeout=60)

@@ -5,7 +5,6 @@ restart`), SIGTERM, nothing left."""
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from citetrace.kit.stack import CONSOLE, SERVICES
 from citetrace.kit.tls import open_channel
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from observability.harness import free_port_offset
 
 from apps.cli.common import cli_transport, read_state
 from apps.cli.stack import _alive, health_of
@@ -36,7 +36,9 @@ def _list_services(address: str, transport) -> set[str]:
 
 
 def test_up_serves_all_six_and_sigterm_leaves_no_process(tmp_path):
-    offset = random.randint(200, 900)
+    # Every port of the stack free now: a fixed random offset may land on a port the kernel lent to
+    # an outgoing connection (50555 did, in CI).
+    offset = free_port_offset()
     data_dir = tmp_path / "stack"
     up = subprocess.Popen(
         [sys.executable, "-m", "apps.cli.main", "up", "--data-dir", str(data_dir), "--port-offset", str(offset)],
