@@ -16,7 +16,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import random
 import sys
 from pathlib import Path
 
@@ -24,28 +23,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from services.generation.core import GenerationRequest, OfferedPassage  # noqa: E402
+from train_lead import labelled_questions, offered  # noqa: E402
+
+from services.generation.core import GenerationRequest  # noqa: E402
 from services.generation.extractive import SEMANTIC_LEAD, ExtractiveBackend  # noqa: E402
 from services.generation.semantic import EmbeddedUnitSimilarity  # noqa: E402
-from services.retrieval.train_relevance import labelled_pairs  # noqa: E402
-
-
-def questions() -> list[dict]:
-    grouped: dict[str, dict] = {}
-    for pair in labelled_pairs(("tune", "test", "heldout")):
-        q = grouped.setdefault(pair["question_id"], {"id": pair["question_id"], "question": pair["question"],
-                                                     "split": pair["split"], "passages": []})
-        q["passages"].append(pair)
-    for q in grouped.values():
-        random.Random(q["id"]).shuffle(q["passages"])
-    return list(grouped.values())
-
-
-def offered(q: dict) -> tuple[OfferedPassage, ...]:
-    out = []
-    for i, p in enumerate(q["passages"], start=1):
-        out.append(OfferedPassage(f"S{i}", p["passage"], p["text"], "handbook", p["context"], ""))
-    return tuple(out)
 
 
 def lead_outcomes(backend: ExtractiveBackend, items: list[dict]) -> dict:
@@ -79,7 +61,7 @@ def main() -> int:
     args = parser.parse_args()
     similarity = EmbeddedUnitSimilarity()
     similarity.warm_up()
-    items = questions()
+    items = labelled_questions()
     result = {"benchmark": "extractive lead claim on the relevance labelled set (tests/relevance/)",
               "command": "bench/generation_selection.py", "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "semantic_lead": SEMANTIC_LEAD, "halves": {}}

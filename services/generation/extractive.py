@@ -17,6 +17,7 @@ import math
 
 from services.generation import claimtext, relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
+from services.generation.lead import LeadGate
 from services.generation.semantic import UnitSimilarity, reads_english, unit_reading
 
 PROMPT_VERSION = "extractive-v1"
@@ -103,15 +104,19 @@ class ExtractiveBackend:
 
     def __init__(self, max_claims: int = 3, selection_ratio: float = 0.45,
                  relevance_threshold: float = relevance.DEFAULT_THRESHOLD,
-                 similarity: UnitSimilarity | None = None) -> None:
+                 similarity: UnitSimilarity | None = None, lead_gate: LeadGate | None = None) -> None:
         self.max_claims = max_claims
         self.selection_ratio = selection_ratio
         self.relevance_threshold = relevance_threshold
         self.similarity = similarity
+        # The learned veto on the lead claim (lead.py); it reads meaning, so only with a similarity.
+        self.lead_gate = lead_gate if similarity is not None else None
 
     def warm_up(self) -> None:
         if self.similarity is not None:
             self.similarity.warm_up()
+        if self.lead_gate is not None:
+            self.lead_gate.warm_up()
 
     def close(self) -> None:
         """In process: nothing to release."""
@@ -123,6 +128,8 @@ class ExtractiveBackend:
             out.update({"similarity_model": self.similarity.version, "lexical_weight": str(LEXICAL_WEIGHT),
                         "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),
                         "follow_margin": str(FOLLOW_MARGIN), "place_prior": str(PLACE_PRIOR)})
+        if self.lead_gate is not None:
+            out.update({"lead_model": self.lead_gate.version, "lead_threshold": str(self.lead_gate.threshold)})
         return out
 
     def _by_meaning(self, request: GenerationRequest) -> bool:
@@ -231,16 +238,21 @@ class ExtractiveBackend:
         )
         return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
 
+    @staticmethod
+    def meaning_question(request: GenerationRequest) -> str:
+        """The question as meaning reads it: its asking clauses, without the names of whom or where."""
+        question = relevance.asked_clauses(request.question) or relevance.question_sentences(request.question)
+        # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
+        # left in, a clinic's name makes every unit naming that clinic look like an answer.
+        return relevance.without_entity_names(question, request.place_names)
+
     def _ranked_by_meaning(self, request: GenerationRequest, units: list[_Candidate],
                            rows_hit: set[int]) -> list[tuple[str, _Candidate]]:
         """Every unit scored by its similarity to the question plus a share of its word overlap; a
         unit with no overlap is a candidate when its similarity alone reaches SEMANTIC_LEAD."""
         # What the asking clauses ask, when a statement stands beside them ("I was told to arrive
         # 15 minutes before. Is there a creche?"): the statement is context, not the question.
-        question = relevance.asked_clauses(request.question) or relevance.question_sentences(request.question)
-        # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
-        # left in, a clinic's name makes every unit naming that clinic look like an answer.
-        question = relevance.without_entity_names(question, request.place_names)
+        question = self.meaning_question(request)
         readable = [c for c in units if reads_english(c.text)]
         for candidate in readable:
             candidate.readable = True
@@ -277,13 +289,14 @@ class ExtractiveBackend:
                 excluded_labels.update(by_id[item.claim_id].labels)
         claims: list[Claim] = []
         top = None
-        for claim_id, candidate in candidates:
+        vetoed = self._lead_veto(request, candidates) if meaning else (lambda _rank: False)
+        for rank, (claim_id, candidate) in enumerate(candidates):
             if claim_id in excluded_ids:
                 continue
-            if top is None and not self._answers(candidate, meaning, vacuous_ok=True):
+            if top is None and (not self._answers(candidate, meaning, vacuous_ok=True) or vetoed(rank)):
                 # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
-                # answer's lead claim must cover the question (in words, or in meaning); the claims
-                # after it qualify it.
+                # answer's lead claim must cover the question (in words, or in meaning) and pass the
+                # learned veto (lead.py); the claims after it qualify it.
                 continue
             labels = [label for label in candidate.labels if label in offered and label not in excluded_labels]
             if not labels:
@@ -309,6 +322,23 @@ class ExtractiveBackend:
             if len(claims) >= self.max_claims:
                 break
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
+
+    def _lead_veto(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]]):
+        """rank -> whether the learned veto refuses that candidate as the lead (never without a gate)."""
+        gate = self.lead_gate
+        if gate is None or not candidates:
+            return lambda _rank: False
+        best = max(c.score for _, c in candidates)
+        terms = None
+
+        def vetoed(rank: int) -> bool:
+            nonlocal terms
+            if terms is None:  # one encoder run for the question, only when a lead is considered
+                terms = gate.terms(self.meaning_question(request),
+                                   relevance.key_terms(request.question, request.intent, request.place_names))
+            return gate.probability(candidates[rank][1], rank, best, terms) < gate.threshold
+
+        return vetoed
 
     def _prompt_version(self, meaning: bool) -> str:
         """extractive-v2-semantic when this answer was ranked by meaning (a similarity, and a

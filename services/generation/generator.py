@@ -20,12 +20,19 @@ from services.generation.validation import checked
 
 
 def make_backend(settings: Settings) -> Backend:
-    similarity = None
+    similarity = lead_gate = None
     if settings.semantic_selection and settings.backend != "openai":
+        from citetrace.embeddings import Embedder
+
+        from services.generation.lead import LeadGate, LeadWeights
         from services.generation.semantic import EmbeddedUnitSimilarity
 
-        similarity = EmbeddedUnitSimilarity()
-    extractive = ExtractiveBackend(settings.max_claims, settings.selection_ratio, similarity=similarity)
+        embedder = Embedder(kernels="integer")
+        similarity = EmbeddedUnitSimilarity(embedder)
+        if settings.lead_veto:
+            lead_gate = LeadGate(embedder, LeadWeights(settings.lead_weights_file))
+    extractive = ExtractiveBackend(settings.max_claims, settings.selection_ratio, similarity=similarity,
+                                   lead_gate=lead_gate)
     if settings.backend == "openai":
         from services.generation.openai_backend import OpenAIBackend
 

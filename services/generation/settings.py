@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Literal
 
 from citetrace.kit.settings import ServerSettings, require
@@ -30,6 +31,10 @@ class Settings(ServerSettings):
     # shipped embedding model, services/generation/semantic.py) as well as by shared words; off,
     # the selection is by words alone (extractive-v1).
     semantic_selection: bool = True
+    # With semantic selection: the learned veto on the lead claim (services/generation/lead.py,
+    # model/lead.json; make train-lead), and another weights file for it.
+    lead_veto: bool = True
+    lead_weights_file: Path | None = None
     # OpenAI-compatible chat completions (vLLM, Ollama, llama.cpp server, ...).
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_model: str = ""

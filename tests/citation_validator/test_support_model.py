@@ -216,9 +216,11 @@ def test_generator_and_judge_share_no_decision_code():
     generator = _imports(REPO / "services" / "generation")
     assert not {m for m in validator if m.startswith("services.generation") or m.endswith("claimtext")}
     assert not {m for m in generator if m.startswith("services.citation_validator")}
-    # What both import from the shared library: stubs, the kit, the vocabulary and normalization; no decision code.
+    # What both import from the shared library: stubs, the kit, the vocabulary and normalization, and the
+    # shipped resources both read (the embedding model, the table of word rarity); no decision code.
     shared = {m for m in validator & generator if m.startswith("citetrace.")
               and not m.startswith(("citetrace.kit", "citetrace.common.v1", "citetrace.generation.v1", "citetrace.vocab"))}
     assert shared <= {"citetrace.textnorm", "citetrace.textnorm.stem", "citetrace.textnorm.tokens",
                       "citetrace.textnorm.STOPWORDS", "citetrace.textnorm.fold", "citetrace.identity",
-                      "citetrace.embeddings", "citetrace.embeddings.Embedder"}, shared
+                      "citetrace.embeddings", "citetrace.embeddings.Embedder", "citetrace.idf",
+                      "citetrace.idf.shipped"}, shared
