@@ -57,6 +57,8 @@ class LeadWeights:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             self.version = str(data["version"])
+            # The embedder whose vectors it was trained on: another one's alignments read differently.
+            self.embedding_model = str(data["embedding_model"])
             features = tuple(data["features"])
             self.mean = np.array(data["mean"], dtype=np.float64)
             self.scale = np.array(data["scale"], dtype=np.float64)
@@ -125,7 +127,9 @@ class LeadGate:
 
     def warm_up(self) -> None:
         self._embedder.warm_up()
-        _ = self.weights
+        if self.weights.embedding_model != self._embedder.model_id:
+            raise ValueError(f"lead veto {self.weights.version} was trained on {self.weights.embedding_model} "
+                             f"vectors; this service reads {self._embedder.model_id}: retrain (make train-lead)")
 
     def terms(self, question: str, key_terms: frozenset[str]) -> list[tuple[str, np.ndarray]]:
         """Each key term of the question (stems, relevance.key_terms) that the question writes, with its

@@ -37,6 +37,7 @@ def test_the_shipped_weights_load_with_a_stated_operating_point():
     (lambda d: d.update(coef=d["coef"][:-1]), "vector lengths"),
     (lambda d: d.update(threshold=1.5), "threshold"),
     (lambda d: d.pop("intercept"), "intercept"),
+    (lambda d: d.pop("embedding_model"), "embedding_model"),
 ])
 def test_bad_weights_are_refused_with_what_is_wrong(tmp_path, change, message):
     data = shipped()
@@ -62,6 +63,15 @@ def test_the_settings_name_the_veto(backends):
     settings = gated.settings()
     assert settings["lead_model"] == LeadWeights().version
     assert float(settings["lead_threshold"]) == LeadWeights().threshold
+
+
+def test_weights_trained_on_another_embedder_refuse_to_start(tmp_path):
+    data = shipped()
+    data["embedding_model"] = "some-other-model@0000:256:float"
+    path = tmp_path / "lead.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="retrain"):
+        LeadGate(Embedder(kernels="integer"), LeadWeights(path)).warm_up()
 
 
 def test_without_meaning_there_is_no_veto():
