@@ -30,7 +30,8 @@ def make_backend(settings: Settings) -> Backend:
         embedder = Embedder(kernels="integer")
         similarity = EmbeddedUnitSimilarity(embedder)
         if settings.lead_veto:
-            lead_gate = LeadGate(embedder, LeadWeights(settings.lead_weights_file))
+            lead_gate = LeadGate(embedder, LeadWeights(settings.lead_weights_file),
+                                 question_tokens=similarity.question_tokens)
     extractive = ExtractiveBackend(settings.max_claims, settings.selection_ratio, similarity=similarity,
                                    lead_gate=lead_gate)
     if settings.backend == "openai":

@@ -20,8 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
-from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +29,7 @@ from citetrace.embeddings import Embedder, TokenVectors
 from citetrace.idf import shipped as shipped_idf
 
 from services.generation import claimtext, relevance
+from services.generation.semantic import TokenCache
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "model" / "lead.json"
 FEATURES = ("sem", "coverage", "score_rel", "rank", "key_terms", "term_min", "term_cov", "weak_share",
@@ -80,35 +80,17 @@ class LeadWeights:
         return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
 
-class _TokenCache:
-    """Least recently used token vectors of texts (a unit's are about 30 x 384 floats)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[str, TokenVectors] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, embedder: Embedder, text: str) -> TokenVectors:
-        with self._lock:
-            found = self._items.get(text)
-            if found is not None:
-                self._items.move_to_end(text)
-                return found
-        encoded = embedder.encode_tokens([text])[0]
-        with self._lock:
-            self._items[text] = encoded
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return encoded
-
-
 class LeadGate:
     """The veto, with the embedder it aligns with (the backend's similarity's own)."""
 
-    def __init__(self, embedder: Embedder, weights: LeadWeights | None = None, cache_size: int = 2048) -> None:
+    def __init__(self, embedder: Embedder, weights: LeadWeights | None = None, cache_size: int = 2048,
+                 question_tokens: Callable[[str], TokenVectors] | None = None) -> None:
         self._embedder = embedder
         self._weights = weights
-        self._tokens = _TokenCache(cache_size)
+        self._tokens = TokenCache(cache_size)
+        # The question's encoder run, shared with the similarity that ranked the units (it reads the
+        # same question): EmbeddedUnitSimilarity.question_tokens.
+        self._question_tokens = question_tokens or (lambda text: self._tokens.get(self._embedder, text))
         self._idf = shipped_idf()
 
     @property
@@ -136,7 +118,7 @@ class LeadGate:
         contextual vector (the mean of its word pieces), in question order."""
         if not key_terms:
             return []
-        encoded = self._tokens.get(self._embedder, question)
+        encoded = self._question_tokens(question)
         out: dict[str, np.ndarray] = {}
         for match in re.finditer(r"[\w'’-]+", question):
             term = claimtext.stem(match.group(0).casefold())

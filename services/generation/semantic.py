@@ -12,11 +12,13 @@ the generator and the judge share the embedding model file, never decision code.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Protocol
 
 import numpy as np
 from citetrace import language
-from citetrace.embeddings import Embedder, QueryVectorCache
+from citetrace.embeddings import Embedder, QueryVectorCache, TokenVectors
 
 
 class UnitSimilarity(Protocol):
@@ -29,13 +31,39 @@ class UnitSimilarity(Protocol):
     def similarities(self, question: str, texts: list[str]) -> list[float]: ...
 
 
+class TokenCache:
+    """Least recently used token vectors of texts (one encoder run gives a text's contextual token
+    vectors and its pooled vector; a unit's are about 30 x 384 floats)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = max(1, size)
+        self._items: OrderedDict[str, TokenVectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, embedder: Embedder, text: str) -> TokenVectors:
+        with self._lock:
+            found = self._items.get(text)
+            if found is not None:
+                self._items.move_to_end(text)
+                return found
+        encoded = embedder.encode_tokens([text])[0]
+        with self._lock:
+            self._items[text] = encoded
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return encoded
+
+
 class EmbeddedUnitSimilarity:
     """The shipped MiniLM on integer kernels; vectors of units seen before come from an LRU
-    (passages repeat across questions; a cold unit costs about 2.4 ms of CPU)."""
+    (passages repeat across questions; a cold unit costs about 2.4 ms of CPU). The question is
+    encoded with its token vectors, kept for the lead veto (lead.py), which reads the same question:
+    one encoder run serves both."""
 
-    def __init__(self, embedder: Embedder | None = None, cache_size: int = 8192) -> None:
+    def __init__(self, embedder: Embedder | None = None, cache_size: int = 8192, question_cache_size: int = 256) -> None:
         self._embedder = embedder or Embedder(kernels="integer")
         self._cache = QueryVectorCache(cache_size)
+        self._questions = TokenCache(question_cache_size)
 
     @property
     def version(self) -> str:
@@ -44,8 +72,12 @@ class EmbeddedUnitSimilarity:
     def warm_up(self) -> None:
         self._embedder.warm_up()
 
+    def question_tokens(self, question: str) -> TokenVectors:
+        """The question's token vectors and pooled vector (one encoder run, remembered)."""
+        return self._questions.get(self._embedder, question)
+
     def similarities(self, question: str, texts: list[str]) -> list[float]:
-        query = self._cache.embed(self._embedder, question)
+        query = self.question_tokens(question).sentence
         if not texts:
             return []
         units = np.stack([self._cache.embed(self._embedder, text) for text in texts])
