@@ -12,7 +12,8 @@ from services.generation.core import GenerationRequest
 
 MAX_QUESTION_CHARS = 2000
 MAX_PASSAGES = 100
-MAX_PLACE_NAMES = 10
+# As GenerateRequest.place_names documents; a clinic may have many aliases.
+MAX_PLACE_NAMES = 100
 _LABEL = re.compile(r"S[1-9][0-9]*")
 
 

@@ -222,7 +222,7 @@ def test_generate_span_carries_no_text(generate):
         (lambda r: r.budget.__setattr__("max_chars", -1), "INVALID_BUDGET"),
         (lambda r: r.place_names.extend(["  "]), "INVALID_PLACE_NAME"),
         (lambda r: r.place_names.extend(["x" * 2001]), "INVALID_PLACE_NAME"),
-        (lambda r: r.place_names.extend([f"Clinic {i}" for i in range(11)]), "TOO_MANY_PLACE_NAMES"),
+        (lambda r: r.place_names.extend([f"Clinic {i}" for i in range(101)]), "TOO_MANY_PLACE_NAMES"),
     ],
 )
 def test_bad_input_is_invalid_argument(generate, mutate, reason):

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from services.orchestrator.core import model as m
 from services.orchestrator.core.clinics import LocationInfo
-from services.orchestrator.core.policy_part import question_for_generation
+from services.orchestrator.core.policy_part import MAX_PLACE_NAMES, question_for_generation
 from services.orchestrator.core.routing import Entity, PartPlan
 
 QUARRY = LocationInfo("lar-quarry", "Larchmont Quarry Street Clinic", aliases=("Quarry Street",))
@@ -53,3 +53,10 @@ def test_a_place_the_route_did_not_resolve_stays():
     question = "Do you have a clinic in Oslo?"
     asked = question_for_generation(plan(question), route(location=None), offered("Parking is free."))
     assert asked == (question, ())
+
+
+def test_a_clinic_with_many_aliases_stays_within_the_generators_limit():
+    many = LocationInfo("lar-quarry", "Larchmont Quarry Street Clinic", aliases=tuple(f"Alias {i}" for i in range(150)))
+    asked = question_for_generation(plan("Is Quarry Street open on Sundays?"), route(many), offered("Quarry Street: daily."))
+    assert len(asked.place_names) == MAX_PLACE_NAMES
+    assert asked.place_names[0] == "quarry street"  # the caller's spelling is never the one cut

@@ -89,6 +89,10 @@ def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tu
     return (relevant if offer == "relevant" else hits), ""
 
 
+# GenerateRequest.place_names takes at most this many (the caller's spelling first).
+MAX_PLACE_NAMES = 100
+
+
 class GeneratorQuestion(NamedTuple):
     text: str
     # The clinic the route resolved, as the text names it and as the tenant does (its name and
@@ -124,7 +128,8 @@ def question_for_generation(plan: PartPlan, route: Route, offered: tuple[Labelle
         name = re.compile(r"\b" + r"\W+".join(re.escape(w) for w in words) + r"\b", re.IGNORECASE)
         question = " ".join(name.sub(" ", question).split())
     known = (route.location.name, route.location.clinic_name, *route.location.aliases)
-    return GeneratorQuestion(question, tuple(dict.fromkeys(n for n in (*names, *known) if n.strip())))
+    place_names = tuple(dict.fromkeys(n for n in (*names, *known) if n.strip()))
+    return GeneratorQuestion(question, place_names[:MAX_PLACE_NAMES])
 
 
 def _words(text: str) -> list[str]:
