@@ -25,6 +25,7 @@ from citetrace.kit.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    Unavailable,
 )
 from citetrace.kit.metrics import (
     RETRIEVAL_EMPTY,
@@ -56,6 +57,7 @@ from services.retrieval.index import (
     IndexedPassage,
     ScopeFilter,
     SearchQuery,
+    UpsertError,
     fuse,
 )
 from services.retrieval.index.base import SearchBackend
@@ -424,9 +426,10 @@ class RetrievalCore:
         self._index_versions([(version, text, passages)], vectors)
 
     def _index_versions(self, items: list[tuple[VersionRecord, str, list[PassageRecord]]],
-                        vectors: np.ndarray | None = None) -> None:
+                        vectors: np.ndarray | None = None) -> dict[str, list[UpsertError]]:
         """Updates the derived views for versions and upserts their passages in ONE backend call
-        (`vectors`, when given, are those of every passage of `items` in order)."""
+        (`vectors`, when given, are those of every passage of `items` in order). Returns the
+        backend's refusals by version id (empty when every passage was written)."""
         indexable, inputs, known, judged = [], [], [], []
         offset = 0
         for version, text, passages in items:
@@ -447,7 +450,7 @@ class RetrievalCore:
                 known.append(row)
                 judged.append(judged_passage(version, p, text[p.start:p.end]))
         if not indexable:
-            return
+            return {}
         if vectors is not None and len(vectors) == offset:
             vectors = vectors[known]
         else:
@@ -464,6 +467,11 @@ class RetrievalCore:
             log.error("retrieval: index refused %d passages: %s", len(report.errors), report.errors[:3])
         if self.passage_sides is not None:
             self.passage_sides.submit(judged)
+        version_of = {p.passage_id: version.version_id for version, p in indexable}
+        refused: dict[str, list[UpsertError]] = {}
+        for error in report.errors:
+            refused.setdefault(version_of.get(error.passage_id, ""), []).append(error)
+        return refused
 
     def _refresh_version(self, version: VersionRecord) -> None:
         """A version's metadata changed in the store (status, valid_to): update the derived views."""
@@ -517,6 +525,7 @@ class RetrievalCore:
                 p.vectors = vectors[offset:offset + len(p.passages)]
                 offset += len(p.passages)
             results: list[IngestOutcome | DomainError] = []
+            refused: dict[str, list[UpsertError]] = {}
             with self._write_lock:
                 to_index: list[tuple[VersionRecord, str, list[PassageRecord]]] = []
                 known: list[np.ndarray | None] = []
@@ -554,14 +563,30 @@ class RetrievalCore:
                 # One backend call for the whole batch, then the versions this batch superseded.
                 if to_index:
                     complete = all(v is not None for v in known)
-                    self._index_versions(to_index, np.concatenate(known) if complete else None)
+                    refused = self._index_versions(to_index, np.concatenate(known) if complete else None)
                 stored = [outcome for outcome in results if isinstance(outcome, IngestOutcome)]
                 for outcome in stored:
                     for old in outcome.superseded:
                         self._refresh_version(old)
             if any(outcome.created for outcome in results if isinstance(outcome, IngestOutcome)):
                 self._version_events_queued()
-        return results
+        return [self._unsearchable(outcome, refused) for outcome in results]
+
+    def _unsearchable(self, outcome: IngestOutcome | DomainError,
+                      refused: dict[str, list[UpsertError]]) -> IngestOutcome | DomainError:
+        """A stored version the shared index refused is not reported as done: the caller gets
+        UNAVAILABLE and its retry (a replay of the stored version) writes the index again. A
+        process-local index is rebuilt from the store at start, so there the refusal is only logged."""
+        if not isinstance(outcome, IngestOutcome) or self._process_local_index:
+            return outcome
+        errors = refused.get(outcome.version.version_id)
+        if not errors:
+            return outcome
+        return Unavailable(
+            "INDEX_WRITE_FAILED",
+            f"version {outcome.version.version_id} of document {outcome.version.document_id!r} is stored, but the "
+            f"search index refused {len(errors)} of its passages ({errors[0].reason}); it is not searchable "
+            "until the same ingestion is retried", version_id=outcome.version.version_id)
 
     def _version_events_queued(self) -> None:
         if self.on_version_events is not None:

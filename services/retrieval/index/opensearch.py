@@ -77,6 +77,9 @@ UNAVAILABLE_REASON = "SEARCH_BACKEND_UNAVAILABLE"
 TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 SCHEMA_VERSION = 1
 _GENERATION = re.compile(r"^\d{8}t\d{6}-\d{3}$")
+# The first generation's fixed name (see _create_first_generation); it sorts before every later one,
+# which are named by the time they were made.
+FIRST_GENERATION = "00000000t000000-000"
 _BULK_CHUNK = 500
 
 
@@ -344,28 +347,33 @@ class OpenSearchBackend(FusedSearch):
             self._ready = True
 
     def _create_first_generation(self) -> None:
-        """No live index yet: create one and make it live. Replicas starting together race here
-        (pods of a first deployment): the one whose index name was taken a moment earlier, or who
-        finds another's generation live once its own exists, uses that one instead of failing its
-        start or moving the alias away from what the other already writes."""
-        try:
-            generation = self._create_generation()
-        except TransportError as exc:
-            if exc.status_code != 400 or exc.error != "resource_already_exists_exception":
-                raise
-            self._wait_for_live_alias()
-            return
-        if self._live_indices():
-            self._call("delete index", self.client.indices.delete, index=self.config.index_name(generation))
-            return
-        self._switch_alias(self.config.index_name(generation))
+        """No live index yet: create the first generation with the alias on it, in one request.
+        Replicas starting together (pods of a first deployment) all ask for the same index name;
+        the cluster creates it once and the others find it already there and use it. Before, each
+        named its own by the second it started in: two replicas could each make theirs live, the
+        alias then pointed at two indices, and every write through it was refused."""
+        index = self.config.index_name(FIRST_GENERATION)
+        body = {**index_body(self.config, FIRST_GENERATION), "aliases": {self.config.alias: {}}}
 
-    def _wait_for_live_alias(self) -> None:
+        def create():
+            try:
+                self.client.indices.create(index=index, body=body)
+            except TransportError as exc:
+                # Another replica's, or this process's own first try that timed out after it happened.
+                if exc.status_code != 400 or exc.error != "resource_already_exists_exception":
+                    raise
+
+        self._call("create first generation", create)
+        self._wait_for_live_alias(index)
+        self._call("wait for index", self.client.cluster.health, index=index, wait_for_status="yellow")
+        self._generation_cache = None
+
+    def _wait_for_live_alias(self, index: str) -> None:
         deadline = time.monotonic() + self.config.timeout_seconds
         while not self._live_indices():
             if time.monotonic() > deadline:
-                raise Unavailable(UNAVAILABLE_REASON, f"another replica created the first generation of "
-                                  f"{self.config.alias} but made none live within {self.config.timeout_seconds:g} s")
+                raise Unavailable(UNAVAILABLE_REASON, f"{self.config.alias} points at no index although its first "
+                                  f"generation {index} exists: make a generation live (citetrace index switch)")
             time.sleep(0.1)
 
     def _live_indices(self) -> list[str]:

@@ -108,8 +108,8 @@ def test_a_fresh_prefix_gets_its_first_generation_on_first_use(opensearch_backen
 @pytest.mark.parametrize("path", ["first write", "warm-up without rebuild on start"])
 def test_replicas_starting_together_on_an_empty_cluster_share_one_first_generation(opensearch_backends, path):
     """Issue 21 point 3: two replicas' first writes (or warm-ups, rebuild_on_start false) at once, on
-    a prefix with no generation yet: both create the first generation (the same name within one
-    second); neither fails, one generation is live, and each sees what the other wrote."""
+    a prefix with no generation yet: both ask for the first generation; neither fails, one generation
+    is live, and each sees what the other wrote."""
     import threading
 
     first = opensearch_backends(rebuild_on_start=False)
@@ -137,4 +137,28 @@ def test_replicas_starting_together_on_an_empty_cluster_share_one_first_generati
     assert errors == []
     assert [g.name for g in first.list_generations() if g.live] == [first.live_generation()]
     assert first.live_generation() == second.live_generation()
+    assert visible(first) == visible(second) == ["from-a", "from-b"]
+
+
+def test_a_replica_that_saw_no_live_generation_a_moment_late_shares_the_first_one(opensearch_backends):
+    """The interleaving a CI run hit: the second replica read the alias (none) before the first's was
+    made live, then went on to make a first generation of its own. Both must end on ONE live index
+    holding both replicas' writes (before the fix the alias could point at two indices and refuse
+    every write, or move to the second's empty index and hide the first's)."""
+    first = opensearch_backends(rebuild_on_start=False)
+    second = opensearch_backends(index_prefix=first.config.index_prefix, rebuild_on_start=False)
+    first.upsert([passage("from-a")])
+    real = second._live_indices
+    looks = []
+
+    def stale_then_real() -> list[str]:
+        looks.append(1)
+        return [] if len(looks) <= 2 else real()  # its first looks were taken before the first's switch
+
+    second._live_indices = stale_then_real
+    second._create_first_generation()
+    second._ready = True
+    second.upsert([passage("from-b")])
+    assert [g.name for g in first.list_generations() if g.live] == [first.live_generation()]
+    assert names(first) == [first.live_generation()]
     assert visible(first) == visible(second) == ["from-a", "from-b"]

@@ -113,3 +113,24 @@ def test_opensearch_going_away_is_unavailable_search_backend_unavailable(auth, t
     finally:
         with contextlib.suppress(Exception):
             proxy.stop()
+
+
+def test_a_version_the_index_refuses_is_unavailable_and_its_retry_makes_it_searchable(
+        auth, tmp_path, opensearch_url, prefix):
+    """Stored but refused by the shared index (here the alias points at two indices, the state a
+    first-generation race once left): the caller is told UNAVAILABLE / INDEX_WRITE_FAILED, never OK
+    for a version no search can find; the same ingestion, retried once the index takes writes,
+    replays the stored version into it."""
+    text = "Guide dogs are welcome in every waiting room."
+    with os_service(auth, tmp_path, opensearch_url, prefix, opensearch_rebuild_on_start=False) as svc:
+        load_world(svc)
+        backend = svc.core.backend
+        stray = f"{backend.config.alias}-stray"
+        backend.client.indices.create(index=stray, body={"aliases": {backend.config.alias: {}}})
+        try:
+            assert failure(svc.ingest, "os-a", "dogs", text) == (grpc.StatusCode.UNAVAILABLE, "INDEX_WRITE_FAILED")
+            assert svc.core.store.list_versions("os-a", document_id="dogs", status=None, limit=5, after=None)  # stored
+        finally:
+            backend.client.indices.delete(index=stray)
+        svc.ingest("os-a", "dogs", text)
+        assert doc_ids(svc.search("os-a", "can I bring my guide dog", k=1)) == ["dogs"]
