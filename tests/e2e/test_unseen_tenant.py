@@ -20,7 +20,8 @@ And Larchmont (tests/e2e/unseen/LARCHMONT.md), a probe tenant written by an inde
 - a topic fragment beside the question is what it asks about ("parking at quarry st - is it free?"
   was answered with a blood-test fee);
 - with no clinic named, a tenant-wide rule that a clinic's own rule overrides is not given as the
-  answer: the part asks which clinic."""
+  answer: the part asks which clinic — also when the override is in words, not a quantity (free
+  parking for every clinic, none at Bayside)."""
 
 from __future__ import annotations
 
@@ -143,3 +144,17 @@ def test_a_sentence_that_only_names_the_clinic_is_no_answer(larchmont):
                              tenant=LARCHMONT)
     shown = [claim.text for part in response.parts for claim in part.claims]
     assert not any("third floor" in text for text in shown), shown
+
+
+def test_a_clinic_rule_in_words_is_not_answered_for_every_clinic(larchmont):
+    """Patients park free at the clinic car park (tenant-wide); Bayside has no parking, only a paid
+    car park nearby (its own page). No quantity check reads that override: with no clinic named, the
+    clinics' own passages are asked the question through the same generate-and-validate loop, one
+    answers it, and the part asks which clinic. Named, the clinic's answer is given."""
+    for question in ("do patients have to pay to park?", "where can I leave my car when I come in?"):
+        part = policy_part(larchmont.ask(question, tenant=LARCHMONT))
+        assert part.outcome == c.PART_OUTCOME_NEEDS_CLARIFICATION, (question, part.answer_text)
+        assert "Bayside" in part.clarification_question and not part.claims
+    part = policy_part(larchmont.ask("do patients have to pay to park at the quarry street clinic?", tenant=LARCHMONT))
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any("free of charge" in claim.text for claim in part.claims), [claim.text for claim in part.claims]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from services.orchestrator.core.conflicts import Candidate, detect, rule_quantities
 from services.orchestrator.core.router import load_lexicon
 
@@ -93,6 +95,14 @@ def test_cancellation_notice_and_fee():
 
 def test_units_are_normalized():
     assert rule_quantities("arrive 1 hour early", ARRIVAL) == rule_quantities("arrive 60 minutes early", ARRIVAL)
+
+
+@pytest.mark.parametrize("text", ["We need at least 48 hours' notice to cancel.", "Cancelling needs 2 days’ notice.",
+                                  "We need 48 hours notice to cancel."])
+def test_a_possessive_unit_is_a_notice_period(text):
+    """ "48 hours' notice": the apostrophe is English, not the end of the quantity (a clinic's
+    override written so was invisible, and its patients were given the tenant-wide 24 hours)."""
+    assert rule_quantities(text, "cancellation_rescheduling") == {"notice period": frozenset({"2880min"})}
 
 
 def test_a_conflict_only_on_the_quantity_the_question_asks_for():

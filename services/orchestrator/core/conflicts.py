@@ -30,7 +30,8 @@ AUTHORITIES = {
     "arrival_preparation": frozenset({"scheduling_policy", "preparation_instructions"}),
     "cancellation_rescheduling": frozenset({"cancellation_policy", "scheduling_policy"}),
 }
-_DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?)"
+# The unit may carry a possessive ("48 hours' notice", "a day's notice").
+_DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?)['’]?"
 RULES = {
     "arrival_preparation": (
         re.compile(r"\b(arriv\w*|check[- ]?in|come in|be here|be there)\b"),

@@ -60,6 +60,9 @@ class PolicySettings:
     # hits judged relevant (rank order), "all" every hit.
     relevance_gate: str = "abstain"
     relevance_offer: str = "relevant"
+    # A question with no clinic named, answered from tenant-wide passages, is also asked of this
+    # many of the clinics' own passages (rank order) to find a clinic whose rule differs.
+    clinic_rules_asked: int = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,10 +220,10 @@ class PolicyPart:
         if grounded.best is None:
             return self._abstain(out, plan, ctx, hits)
         overridden = self._clinic_dependent(plan, ctx, grounded, aside)
-        if overridden is not None:
+        if overridden:
             return self._which_clinic(out, ctx, tuple(c.display_name for c in ctx.route.clinic_choices),
                                       f"location: the answer depends on the clinic and none was named: "
-                                      f"{overridden.explanation}")
+                                      f"{overridden}")
         return self._settle(out, plan, ctx, hits, grounded)
 
     def _location_terms(self, plan: PartPlan, ctx: PartContext, offered: tuple[LabelledPassage, ...],
@@ -277,14 +280,66 @@ class PolicyPart:
         return tuple(h for h in hits if h not in scoped), ClinicRules(tuple(scoped), scopes)
 
     def _clinic_dependent(self, plan: PartPlan, ctx: PartContext, grounded: Grounded,
-                          aside: ClinicRules) -> conflicts.Conflict | None:
-        """A tenant-wide rule the answer states that a clinic's own rule (kept aside) overrides with
-        another quantity ("15 minutes" for every clinic, "30 minutes" at Bayside): the answer would
-        be the wrong rule for that clinic's patients. Checked on what the answer shows, so a part
-        that finds nothing to say still abstains rather than asking which clinic."""
+                          aside: ClinicRules) -> str:
+        """Why the tenant-wide answer may be the wrong rule for some clinic's patients ("" when it is
+        not): a clinic's own rule (kept aside) overrides a rule the answer states with another
+        quantity ("15 minutes" for every clinic, "30 minutes" at Bayside), or, whatever its wording
+        ("we do not take cash at Riverbend"), a clinic's own passage answers the question by itself.
+        Checked only once the answer shows something, so a part that finds nothing to say still
+        abstains rather than asking which clinic."""
         best = grounded.best
         if best is None or not aside.hits:
-            return None
+            return ""
+        overridden = self._overridden_quantity(plan, ctx, best, aside)
+        if overridden is not None:
+            return overridden.explanation
+        return self._clinic_answers(plan, ctx, aside)
+
+    def _clinic_answers(self, plan: PartPlan, ctx: PartContext, aside: ClinicRules) -> str:
+        """The question asked of the clinics' own passages alone, through the same generate-and-
+        validate loop as the answer: a shown claim means some clinic has its own rule on exactly
+        this, which the tenant-wide answer does not tell its patients (a quantity check cannot see
+        an override in words). The judgment is the generator's and the validator's, not a word list."""
+        readable = self._without_quantity_or_other_qualifier(plan, ctx, aside.hits)
+        if not readable:
+            return ""
+        local = tuple(LabelledPassage(f"S{i}", h.passage)
+                      for i, h in enumerate(readable[: self.settings.clinic_rules_asked], start=1))
+        asked = question_for_generation(plan, ctx.route, local)
+        own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
+                                   place_names=asked.place_names)
+        if own.unavailable is not None or own.best is None or not own.best.shown:
+            return ""
+        best = own.best
+        cited = {c.passage_id for cid in best.shown for c in best.by_claim[cid].citations}
+        versions = {lp.passage.identity.version_id for lp in best.given if lp.passage.identity.passage_id in cited}
+        named = sorted({loc for v in versions for loc in aside.scopes.get(v, ())})
+        shown = next(c.text for c in best.generated.claims if c.claim_id in best.shown)
+        return f"a clinic's own passage answers it ({', '.join(named)}): {shown[:120]!r}"
+
+    def _without_quantity_or_other_qualifier(self, plan: PartPlan, ctx: PartContext,
+                                             hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
+        """The clinics' passages the whole-question check reads: none stating the asked rule's
+        quantity (the quantity check reads those exactly, and a subgroup's rule that shares the
+        quantity, "new patients at Northgate 30 minutes, everyone else 15", is no override of it),
+        and none about a specialty or appointment type the question did not ask (a clinic's MRI
+        rescheduling rule does not answer how to cancel an appointment)."""
+        vocabulary = {**self.lexicon.specialties, **self.lexicon.appointment_types}
+        asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
+        readable = []
+        for hit in hits:
+            context = f"{hit.passage.title} > {hit.passage.heading_context}"
+            if conflicts.rule_quantities(hit.passage.text, plan.intent, context):
+                continue
+            named = conflicts.qualifiers(f"{context} {hit.passage.text}", vocabulary,
+                                         self.lexicon.type_implies_specialty)
+            if named - asked:
+                continue
+            readable.append(hit)
+        return tuple(readable)
+
+    def _overridden_quantity(self, plan: PartPlan, ctx: PartContext, best: Attempt,
+                             aside: ClinicRules) -> conflicts.Conflict | None:
         # What the answer states, per passage it cites: the rule quantities compared are the ones
         # shown, not everything the cited passage says ("which documents to bring" cites the
         # arrival policy, and states no lead time).
