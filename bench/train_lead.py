@@ -69,7 +69,7 @@ def examples(backend, gate, questions: list[dict]) -> list[dict]:
     out = []
     for q in questions:
         request = GenerationRequest(q["question"], "OTHER", offered(q))
-        candidates = backend.candidates(request)
+        candidates = [item for item in backend.candidates(request) if not item[1].only_in_list]  # never leads
         rows = []
         if candidates:
             best = max(c.score for _, c in candidates)

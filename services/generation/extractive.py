@@ -88,6 +88,12 @@ class _Candidate:
     key_terms: bool = True  # the question has key terms (without any, coverage is 1.0 and says nothing)
     readable: bool = False  # read by the similarity (English or undetermined); else words alone judge it
     own_place: bool = False  # its passage names the place the question was resolved to
+    # A list item: which list (passage rank, n-th list of the passage), and whether its section's
+    # heading names as much of what is asked as the item itself ("What to bring" for "what do I
+    # bring?"): then the question asks for the list, not for one item of it.
+    list_id: tuple[int, int] | None = None
+    list_asked: bool = False
+    only_in_list: bool = False  # touches nothing asked: a candidate only as an item of its whole list
 
 
 def _subject(passage) -> str:
@@ -104,8 +110,10 @@ class ExtractiveBackend:
 
     def __init__(self, max_claims: int = 3, selection_ratio: float = 0.45,
                  relevance_threshold: float = relevance.DEFAULT_THRESHOLD,
-                 similarity: UnitSimilarity | None = None, lead_gate: LeadGate | None = None) -> None:
+                 similarity: UnitSimilarity | None = None, lead_gate: LeadGate | None = None,
+                 max_list_claims: int = 8) -> None:
         self.max_claims = max_claims
+        self.max_list_claims = max_list_claims  # a list asked for as a whole is given whole, up to this
         self.selection_ratio = selection_ratio
         self.relevance_threshold = relevance_threshold
         self.similarity = similarity
@@ -122,7 +130,8 @@ class ExtractiveBackend:
         """In process: nothing to release."""
 
     def settings(self) -> dict[str, str]:
-        out = {"max_claims": str(self.max_claims), "selection_ratio": str(self.selection_ratio),
+        out = {"max_claims": str(self.max_claims), "max_list_claims": str(self.max_list_claims),
+               "selection_ratio": str(self.selection_ratio),
                "relevance_threshold": str(self.relevance_threshold)}
         if self.similarity is not None:
             out.update({"similarity_model": self.similarity.version, "lexical_weight": str(LEXICAL_WEIGHT),
@@ -163,7 +172,11 @@ class ExtractiveBackend:
             subject = _subject(passage)
             names_place = relevance.names_a_place(f"{passage.title} {passage.heading_context} {passage.text}",
                                                   request.place_names)
+            lists, previous_kind = -1, ""
             for position, raw_unit in enumerate(claimtext.units(passage.text)):
+                if raw_unit.kind == "list" and previous_kind != "list":
+                    lists += 1
+                previous_kind = raw_unit.kind
                 unit = raw_unit
                 if subject and not raw_unit.text.startswith(subject):
                     unit = claimtext.Unit(f"{subject}: {raw_unit.text}", raw_unit.start, raw_unit.end, raw_unit.kind)
@@ -190,6 +203,10 @@ class ExtractiveBackend:
                 # same for every row.
                 shared = (claimtext.content_set(unit.text) - stems) if raw_unit.cells else frozenset()
                 candidate.table = rank if raw_unit.kind == "table_row" else -1
+                if raw_unit.kind == "list":
+                    candidate.list_id = (rank, lists)
+                    named = sum(relevance.covers(t, section) for t in key_terms)
+                    candidate.list_asked = named > 0 and named >= sum(relevance.covers(t, stems) for t in key_terms)
                 unit_sets.append((candidate, stems, around, (heading if asks else frozenset()), shared,
                                   (heading if names_topic else frozenset())))
         if not unit_sets:
@@ -226,17 +243,30 @@ class ExtractiveBackend:
             # Long units collect overlap by size alone: damp gently.
             # Retrieval's rank is a mild prior (the ranking is no reason to be cited on its own).
             candidate.score = score / (1.0 + 0.01 * max(0, len(stems) - 12)) / (1.0 + 0.05 * candidate.rank)
+        units = [c for c, *_ in unit_sets]
         if self._by_meaning(request):
-            return self._ranked_by_meaning(request, [c for c, *_ in unit_sets], rows_hit)
-        # Units that share no word with the question answer it only when no unit does.
-        any_direct = any(c.direct > 0 for c, *_ in unit_sets)
-        ranked = sorted(
-            # When the question names a row ("MRI"), the table's other rows do not answer it.
-            (c for c, *_ in unit_sets
-             if c.score > 0 and not (c.table in rows_hit and c.own == 0) and (c.direct > 0 or not any_direct)),
-            key=lambda c: (-round(c.score, 9), c.rank, c.position),
-        )
-        return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
+            ranked = self._ranked_by_meaning(request, units, rows_hit)
+        else:
+            # Units that share no word with the question answer it only when no unit does.
+            any_direct = any(c.direct > 0 for c in units)
+            ranked = sorted(
+                # When the question names a row ("MRI"), the table's other rows do not answer it.
+                (c for c in units
+                 if c.score > 0 and not (c.table in rows_hit and c.own == 0) and (c.direct > 0 or not any_direct)),
+                key=lambda c: (-round(c.score, 9), c.rank, c.position),
+            )
+        return [(f"c{i}", c) for i, c in enumerate(ranked + self._rest_of_lists(units, ranked), start=1)]
+
+    @staticmethod
+    def _rest_of_lists(units: list[_Candidate], ranked: list[_Candidate]) -> list[_Candidate]:
+        """The items of a ranked item's list that touch nothing asked, after every ranked unit (so
+        the claim IDs of the ranking stay as they were): given only with their whole list."""
+        lists = {c.list_id for c in ranked if c.list_asked}
+        chosen = {id(c) for c in ranked}
+        rest = [c for c in units if c.list_id in lists and id(c) not in chosen]
+        for candidate in rest:
+            candidate.only_in_list = True
+        return sorted(rest, key=lambda c: (c.rank, c.position))
 
     @staticmethod
     def meaning_question(request: GenerationRequest) -> str:
@@ -247,7 +277,7 @@ class ExtractiveBackend:
         return relevance.without_entity_names(question, request.place_names)
 
     def _ranked_by_meaning(self, request: GenerationRequest, units: list[_Candidate],
-                           rows_hit: set[int]) -> list[tuple[str, _Candidate]]:
+                           rows_hit: set[int]) -> list[_Candidate]:
         """Every unit scored by its similarity to the question plus a share of its word overlap; a
         unit with no overlap is a candidate when its similarity alone reaches SEMANTIC_LEAD."""
         # What the asking clauses ask, when a statement stands beside them ("I was told to arrive
@@ -263,12 +293,11 @@ class ExtractiveBackend:
         for candidate in units:
             candidate.relevance = (candidate.sem + LEXICAL_WEIGHT * candidate.score / best
                                    + (PLACE_PRIOR if candidate.own_place else 0.0))
-        ranked = sorted(
+        return sorted(
             (c for c in units
              if (c.score > 0 and not (c.table in rows_hit and c.own == 0)) or c.sem >= SEMANTIC_LEAD),
             key=lambda c: (-round(c.relevance, 9), c.rank, c.position),
         )
-        return [(f"c{i}", c) for i, c in enumerate(ranked, start=1)]
 
     def generate(self, request: GenerationRequest) -> Generated:
         offered = {p.label: p for p in request.passages}
@@ -291,7 +320,7 @@ class ExtractiveBackend:
         top = None
         vetoed = self._lead_veto(request, candidates) if meaning else (lambda _rank: False)
         for rank, (claim_id, candidate) in enumerate(candidates):
-            if claim_id in excluded_ids:
+            if claim_id in excluded_ids or candidate.only_in_list:
                 continue
             if top is None and (not self._answers(candidate, meaning, vacuous_ok=True) or vetoed(rank)):
                 # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
@@ -319,9 +348,30 @@ class ExtractiveBackend:
                 break
             claim_type = infer_claim_type(candidate.text, candidate.source_class, request.intent)
             claims.append(Claim(claim_id, candidate.text, labels, claim_type))
+            if len(claims) == 1 and candidate.list_asked:
+                claims = self._whole_list(request, candidates, claims[0], candidate, excluded_ids, excluded_labels)
+                break
             if len(claims) >= self.max_claims:
                 break
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
+
+    def _whole_list(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]], lead: Claim,
+                    lead_candidate: _Candidate, excluded_ids: set[str], excluded_labels: set[str]) -> list[Claim]:
+        """The lead is an item of a list its section heading names what is asked about ("What to
+        bring"): the answer is that list, every item in the document's order (up to max_list_claims),
+        not the few items nearest the question's words (which left out the photo ID)."""
+        offered = {p.label for p in request.passages}
+        items = sorted((c.position, claim_id, c) for claim_id, c in candidates
+                       if c.list_id == lead_candidate.list_id and claim_id not in excluded_ids)
+        claims = []
+        for _, claim_id, item in items[: self.max_list_claims]:
+            labels = [label for label in item.labels if label in offered and label not in excluded_labels]
+            if claim_id == lead.claim_id:
+                claims.append(lead)
+            elif labels:
+                claims.append(Claim(claim_id, item.text, labels,
+                                    infer_claim_type(item.text, item.source_class, request.intent)))
+        return claims
 
     def _lead_veto(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]]):
         """rank -> whether the learned veto refuses that candidate as the lead (never without a gate)."""

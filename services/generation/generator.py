@@ -33,7 +33,7 @@ def make_backend(settings: Settings) -> Backend:
             lead_gate = LeadGate(embedder, LeadWeights(settings.lead_weights_file),
                                  question_tokens=similarity.question_tokens)
     extractive = ExtractiveBackend(settings.max_claims, settings.selection_ratio, similarity=similarity,
-                                   lead_gate=lead_gate)
+                                   lead_gate=lead_gate, max_list_claims=settings.max_list_claims)
     if settings.backend == "openai":
         from services.generation.openai_backend import OpenAIBackend
 

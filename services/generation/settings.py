@@ -27,6 +27,9 @@ class Settings(ServerSettings):
     # Extractive backend: at most this many claims, each scoring >= selection_ratio * the best.
     max_claims: int = 3
     selection_ratio: float = 0.45
+    # Extractive backend: a list its section heading names what is asked about ("What to bring") is
+    # answered whole, up to this many items.
+    max_list_claims: int = 8
     # Extractive backend: rank answer units by their meaning's similarity to the question (the
     # shipped embedding model, services/generation/semantic.py) as well as by shared words; off,
     # the selection is by words alone (extractive-v1).
@@ -52,6 +55,7 @@ class Settings(ServerSettings):
         require(self.max_passages >= 1, "max_passages must be >= 1")
         require(self.max_chars >= 100, "max_chars must be >= 100")
         require(self.max_claims >= 1, "max_claims must be >= 1")
+        require(self.max_list_claims >= 1, "max_list_claims must be >= 1")
         require(0.0 < self.selection_ratio <= 1.0, "selection_ratio must be in (0, 1]")
         require(self.openai_timeout_seconds > 0, "openai_timeout_seconds must be > 0")
         require(self.test_fault_attempts >= 0, "test_fault_attempts must be >= 0")

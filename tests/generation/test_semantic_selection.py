@@ -181,3 +181,36 @@ def test_a_question_in_norwegian_is_ranked_by_words_alone(backend):
     assert generated.claims == [] and generated.prompt_version == "extractive-v1"
     moved = backend.generate(GenerationRequest("Kan jeg flytte timen i appen?", "CANCELLATION_RESCHEDULING", passages))
     assert [c.evidence_labels for c in moved.claims][:1] == [["S2"]]
+
+
+CHECKLIST = passage("S11", "Items to bring along", "\n".join([
+    "- Your photo identification card",
+    "- Every medicine you take, in its box",
+    "- Reading glasses, if you need them",
+    "- Any hospital letters about your visit",
+]))
+SCAN = passage("S12", "Before your scan", "\n".join([
+    "- Take off earrings, watches and hair clips",
+    "- Wear clothes without metal zips",
+]))
+
+
+@pytest.mark.parametrize("backend_kind", ["meaning", "words"])
+def test_a_list_its_heading_names_is_given_whole_in_its_order(backend, backend_kind):
+    """A question about what a list's section heading names ("which items should I bring?" under
+    "Items to bring along") asks for the list: every item, in the document's order, and not the
+    three nearest the question's words (which left the photo ID out)."""
+    chosen = backend if backend_kind == "meaning" else ExtractiveBackend()
+    shown = [c.text for c in chosen.generate(
+        GenerationRequest("which items should I bring?", "OTHER", (*PASSAGES, CHECKLIST, SCAN))).claims]
+    assert shown == [
+        "Your photo identification card", "Every medicine you take, in its box", "Reading glasses, if you need them",
+        "Any hospital letters about your visit"], shown
+
+
+def test_a_question_about_one_item_is_not_given_the_whole_list(backend):
+    """The heading names nothing asked ("Before your scan" for earrings): the item answers alone."""
+    shown = [c.text for c in backend.generate(
+        GenerationRequest("do I have to take my earrings out?", "OTHER", (*PASSAGES, CHECKLIST, SCAN))).claims]
+    assert shown and "earrings" in shown[0], shown
+    assert not any("zips" in text for text in shown), shown
