@@ -21,7 +21,8 @@ And Larchmont (tests/e2e/unseen/LARCHMONT.md), a probe tenant written by an inde
   was answered with a blood-test fee);
 - with no clinic named, a tenant-wide rule that a clinic's own rule overrides is not given as the
   answer: the part asks which clinic — also when the override is in words, not a quantity (free
-  parking for every clinic, none at Bayside)."""
+  parking for every clinic, none at Bayside);
+- with the clinic named, its own rule is not shown beside the tenant-wide rule it overrides there."""
 
 from __future__ import annotations
 
@@ -158,3 +159,21 @@ def test_a_clinic_rule_in_words_is_not_answered_for_every_clinic(larchmont):
     part = policy_part(larchmont.ask("do patients have to pay to park at the quarry street clinic?", tenant=LARCHMONT))
     assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
     assert any("free of charge" in claim.text for claim in part.claims), [claim.text for claim in part.claims]
+
+
+def test_at_a_named_clinic_its_own_rule_is_not_shown_beside_the_rule_it_overrides(larchmont):
+    """Bayside's page says it has no parking for patients; the tenant-wide page says patients park
+    free. Asked at Bayside, the answer cited both, free parking first: contradictory, and the first
+    claim wrong there. The clinic's own passages answer alone; the mixed answer stays in the
+    evidence, unshown."""
+    response = larchmont.ask("where do patients park when visiting the bayside clinic?", tenant=LARCHMONT)
+    part = policy_part(response)
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    texts = [claim.text for claim in part.claims]
+    assert not any("free of charge" in text for text in texts), texts
+    assert {cit.document_id for claim in part.claims for cit in claim.citations} == {"lar-bayside-visiting"}, texts
+    (record,) = [p for p in larchmont.get_trace(response.trace_id, tenant=LARCHMONT).record.parts
+                 if p.part_id == part.part_id]
+    assert {claim.claim.text for claim in record.claims if claim.shown} == set(texts)
+    assert any("free of charge" in claim.claim.text and not claim.shown for claim in record.claims), \
+        "the mixed answer is kept in the evidence, unshown"

@@ -150,6 +150,20 @@ class GroundedAnswerer:
 LOCAL_PREFIX = "loc-"
 
 
+def only_local(local: Grounded, general: Grounded) -> Grounded:
+    """The pass over a location's own passages alone as the part's answer (when it shows something
+    factual): the general pass cited them beside tenant-wide passages, whose rules the location's
+    own override there ("park free of charge" beside "no parking for patients here"). The general
+    pass's claims stay in claim_attempts with their verdicts, none of them shown."""
+    if local.best is None or not local.best.factual_shown:
+        return general
+    merged = prefer_local(local, Grounded(None, general.claim_attempts, general.generation,
+                                          general.source_policy_version, general.unavailable))
+    merged.claim_attempts = [a if a.claim.claim_id.startswith(LOCAL_PREFIX) else dataclasses.replace(a, shown=False)
+                             for a in merged.claim_attempts]
+    return merged
+
+
 def prefer_local(local: Grounded, general: Grounded) -> Grounded:
     """One part's answer from two grounded passes: the claims of the pass over a location's own
     passages (their IDs prefixed LOCAL_PREFIX, its attempts numbered after the general pass's) lead,

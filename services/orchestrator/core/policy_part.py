@@ -20,6 +20,7 @@ from services.orchestrator.core.grounding import (
     Grounded,
     GroundedAnswerer,
     failure_reasons,
+    only_local,
     prefer_local,
 )
 from services.orchestrator.core.model import (
@@ -210,6 +211,8 @@ class PolicyPart:
                                         place_names=asked.place_names)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, offered, grounded)
+        elif route.location is not None and grounded.unavailable is None:
+            grounded = self._own_rule_alone(plan, ctx, grounded)
         out.generation = grounded.generation
         out.claim_attempts = grounded.claim_attempts
         out.source_policy_version = grounded.source_policy_version
@@ -255,6 +258,36 @@ class PolicyPart:
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
         return prefer_local(own, grounded)
+
+    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, grounded: Grounded) -> Grounded:
+        """A question at a named clinic whose answer cites the clinic's own passage beside tenant-wide
+        ones: the clinic's rule overrides the tenant-wide one there, and shown together they can
+        contradict ("Patients can park free of charge ..." then "Harbour Exchange has no parking for
+        clinic patients"). The question is answered again from the clinic's own offered passages
+        alone (scopes from the store of record), through the same generate-and-validate loop; when
+        that shows something, it is the answer, and the mixed one stays in the evidence unshown."""
+        best = grounded.best
+        if best is None or not best.factual_shown:
+            return grounded
+        try:
+            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
+                                 [lp.passage.identity.passage_id for lp in best.given])
+        except DomainError as err:
+            log.warning("own rule: scopes could not be loaded (%s); the part stands as answered", err.reason)
+            return grounded
+        location_id = ctx.route.location.location_id
+        scoped = {v.version_id for v in versions
+                  if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
+        local_ids = {lp.passage.identity.passage_id for lp in best.given if lp.passage.identity.version_id in scoped}
+        cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations}
+                 for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
+        if not any(ids & local_ids for ids in cites) or all(ids <= local_ids for ids in cites):
+            return grounded  # only tenant-wide rules, or only the clinic's own: nothing mixed
+        local = tuple(lp for lp in best.given if lp.passage.identity.passage_id in local_ids)
+        asked = question_for_generation(plan, ctx.route, local)
+        own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
+                                   place_names=asked.place_names)
+        return only_local(own, grounded)
 
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
                      out: PartResult) -> tuple[tuple[Hit, ...], ClinicRules] | PartResult:
