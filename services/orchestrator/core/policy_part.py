@@ -242,22 +242,28 @@ class PolicyPart:
         candidates = [lp for lp in given if lp.passage.identity.passage_id not in cited]
         if not candidates:
             return grounded
-        try:
-            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
-                                 [lp.passage.identity.passage_id for lp in candidates])
-        except DomainError as err:
-            log.warning("location terms: scopes could not be loaded (%s); the part stands as answered", err.reason)
-            return grounded
-        location_id = ctx.route.location.location_id
-        scoped = {v.version_id for v in versions
-                  if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
-        local = tuple(lp for lp in candidates if lp.passage.identity.version_id in scoped)
+        local_ids = self._scoped_to_the_location(ctx, tuple(candidates), "location terms")
+        local = tuple(lp for lp in candidates if lp.passage.identity.passage_id in local_ids)
         if not local:
             return grounded
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
         return prefer_local(own, grounded)
+
+    def _scoped_to_the_location(self, ctx: PartContext, passages: tuple[LabelledPassage, ...], why: str) -> set[str]:
+        """The passages (IDs) of approved versions scoped to the route's location, by the store of
+        record; none when the scopes cannot be loaded (the part then stands as answered)."""
+        try:
+            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
+                                 [lp.passage.identity.passage_id for lp in passages])
+        except DomainError as err:
+            log.warning("%s: scopes could not be loaded (%s); the part stands as answered", why, err.reason)
+            return set()
+        location_id = ctx.route.location.location_id
+        scoped = {v.version_id for v in versions
+                  if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
+        return {lp.passage.identity.passage_id for lp in passages if lp.passage.identity.version_id in scoped}
 
     def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, grounded: Grounded) -> Grounded:
         """A question at a named clinic whose answer cites the clinic's own passage beside tenant-wide
@@ -269,16 +275,7 @@ class PolicyPart:
         best = grounded.best
         if best is None or not best.factual_shown:
             return grounded
-        try:
-            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
-                                 [lp.passage.identity.passage_id for lp in best.given])
-        except DomainError as err:
-            log.warning("own rule: scopes could not be loaded (%s); the part stands as answered", err.reason)
-            return grounded
-        location_id = ctx.route.location.location_id
-        scoped = {v.version_id for v in versions
-                  if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
-        local_ids = {lp.passage.identity.passage_id for lp in best.given if lp.passage.identity.version_id in scoped}
+        local_ids = self._scoped_to_the_location(ctx, best.given, "own rule")
         cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations}
                  for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
         if not any(ids & local_ids for ids in cites) or all(ids <= local_ids for ids in cites):
