@@ -111,7 +111,10 @@ def effective_budget(setting_passages: int, setting_chars: int, req_passages: in
 _TYPE_CUES: dict[str, frozenset[str]] = {
     "CANCELLATION_TERM": frozenset({"cancel", "no-show", "noshow", "show"}),
     "RESCHEDULING_TERM": frozenset({"reschedul", "rebook", "postpon"}),
-    "ARRIVAL_RULE": frozenset({"arriv", "check", "early", "late", "checkin", "recept", "park", "entranc"}),
+    # Not "park" or "entrance": where to leave a car or which door to use is no arrival rule, and
+    # typed as one, a handbook's parking sentence was withheld (a handbook may not establish an
+    # ARRIVAL_RULE); a sentence about a place takes its document's class.
+    "ARRIVAL_RULE": frozenset({"arriv", "check", "early", "late", "checkin", "recept"}),
     "PREPARATION_RULE": frozenset({"bring", "fast", "eat", "drink", "wear", "prepar", "remov", "metal", "medic",
                                    "medicin", "jewelri", "water", "id", "insur", "referr", "form"}),
     # Not "hour": hours of notice are what cancellation terms are made of ("at least 48 hours before

@@ -296,6 +296,21 @@ def test_the_reason_given_for_a_rule_does_not_decide_its_claim_type():
                             "AVAILABILITY") == "SCHEDULING_RULE"
 
 
+@pytest.mark.parametrize("source_class,expected", [("handbook", "GENERAL_POLICY"),
+                                                   ("scheduling_policy", "SCHEDULING_RULE")])
+def test_where_to_park_is_no_arrival_rule(source_class, expected):
+    """A sentence about a place (a car park, a door) takes its document's class: typed ARRIVAL_RULE,
+    a clinic handbook's own parking sentence was withheld as an authority mismatch, and "is parking
+    free at <clinic>?" abstained although the clinic's page answers it. A sentence about arriving
+    is still an arrival rule."""
+    from services.generation.core import infer_claim_type
+
+    assert infer_claim_type("Parking in the multi-storey car park is free for the first hour.", source_class,
+                            "OTHER") == expected
+    assert infer_claim_type("Disabled bays are next to the north entrance.", source_class, "OTHER") == expected
+    assert infer_claim_type("Please arrive early, as parking is limited.", source_class, "OTHER") == "ARRIVAL_RULE"
+
+
 def test_booking_and_notice_words_do_not_type_a_policys_own_sentences_as_scheduling_rules():
     """Sentences written for this test (not from the sample corpus) that mention a booking or hours
     of notice state their document's kind of rule, which its class may establish; typed
