@@ -113,13 +113,15 @@ _TYPE_CUES: dict[str, frozenset[str]] = {
     "RESCHEDULING_TERM": frozenset({"reschedul", "rebook", "postpon"}),
     # Not "park" or "entrance": where to leave a car or which door to use is no arrival rule, and
     # typed as one, a handbook's parking sentence was withheld (a handbook may not establish an
-    # ARRIVAL_RULE); a sentence about a place takes its document's class.
+    # ARRIVAL_RULE). A sentence with no cue of what kind of rule it states takes its document's class.
     "ARRIVAL_RULE": frozenset({"arriv", "check", "early", "late", "checkin", "recept"}),
     "PREPARATION_RULE": frozenset({"bring", "fast", "eat", "drink", "wear", "prepar", "remov", "metal", "medic",
                                    "medicin", "jewelri", "water", "id", "insur", "referr", "form"}),
     # Not "hour": hours of notice are what cancellation terms are made of ("at least 48 hours before
     # your booking"); opening hours carry "open".
-    "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "wait", "open", "weekday"}),
+    # Not "wait": waiting is what every kind of visit has ("wait in the clinic for 20 minutes after any
+    # vaccination" is a preparation instruction's own step, withheld when typed a scheduling rule).
+    "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "open", "weekday"}),
 }
 _ALL_CUES = frozenset().union(*_TYPE_CUES.values())
 _REASON = re.compile(r",?\s+\b(?:because|since)\b", re.IGNORECASE)

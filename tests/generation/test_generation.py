@@ -311,6 +311,15 @@ def test_where_to_park_is_no_arrival_rule(source_class, expected):
     assert infer_claim_type("Please arrive early, as parking is limited.", source_class, "OTHER") == "ARRIVAL_RULE"
 
 
+def test_waiting_is_no_scheduling_rule():
+    """Waiting is part of every kind of visit: a preparation instruction's own step stays one."""
+    from services.generation.core import infer_claim_type
+
+    step = "After the injection, stay in the waiting area for 15 minutes before you go home."
+    assert infer_claim_type(step, "preparation_instructions", "ARRIVAL_PREPARATION") == "PREPARATION_RULE"
+    assert infer_claim_type("Walk-in slots open at 8:00 on weekdays.", "handbook", "OTHER") == "SCHEDULING_RULE"
+
+
 def test_booking_and_notice_words_do_not_type_a_policys_own_sentences_as_scheduling_rules():
     """Sentences written for this test (not from the sample corpus) that mention a booking or hours
     of notice state their document's kind of rule, which its class may establish; typed
