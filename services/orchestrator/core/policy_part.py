@@ -338,13 +338,13 @@ class PolicyPart:
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
-        if own.unavailable is not None or own.best is None or not own.best.shown:
+        if own.unavailable is not None or own.best is None or not own.best.factual_shown:
             return ""
         best = own.best
         cited = {c.passage_id for cid in best.shown for c in best.by_claim[cid].citations}
         versions = {lp.passage.identity.version_id for lp in best.given if lp.passage.identity.passage_id in cited}
         named = sorted({loc for v in versions for loc in aside.scopes.get(v, ())})
-        shown = next(c.text for c in best.generated.claims if c.claim_id in best.shown)
+        shown = next(c.text for c in best.generated.claims if c.claim_id in best.shown and c.factual)
         return f"a clinic's own passage answers it ({', '.join(named)}): {shown[:120]!r}"
 
     def _without_quantity_or_other_qualifier(self, plan: PartPlan, ctx: PartContext,
