@@ -150,3 +150,18 @@ def test_no_override_when_the_rules_share_a_quantity_or_are_equally_specific():
     other_wide = cand("S2", "lar-other", "Arrive 30 minutes before your appointment.", scope=())
     assert detect([EVERYWHERE, other_wide], ARRIVAL, VOCAB, question=ASKED, overrides=True) is None
     assert detect([EVERYWHERE, AT_BAYSIDE], ARRIVAL, VOCAB, question="Is parking free?", overrides=True) is None
+
+
+def test_who_a_rule_is_for_is_read_where_the_rule_is_stated():
+    """A reason in another sentence naming services ("... longer physiotherapy and nurse sessions ...")
+    does not make a clinic's notice period a rule for those services only: it still overrides the
+    tenant-wide one. A rule sentence that names a service still does."""
+    everywhere = cand("S1", "fees", "Please cancel at least 24 hours before your appointment.", scope=())
+    reason_apart = cand("S2", "branch", "Many appointments here are longer physiotherapy sessions that are hard to "
+                        "fill. Please give us at least 48 hours' notice if you need to cancel.", scope=("branch",))
+    question = "how much notice do you need if I cancel?"
+    found = detect([everywhere, reason_apart], "cancellation_rescheduling", VOCAB, question=question, overrides=True)
+    assert found is not None and "notice period" in found.explanation
+    for_one = cand("S2", "branch", "Please give us at least 48 hours' notice to cancel a physiotherapy session.",
+                   scope=("branch",))
+    assert detect([everywhere, for_one], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is None

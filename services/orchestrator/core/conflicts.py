@@ -97,21 +97,33 @@ def rule_quantities(text: str, intent: str, context: str = "") -> dict[str, froz
     only from sentences that also carry a topic word of the intent, or from every sentence when
     the passage's title or heading (`context`) does ("When to arrive": "Aim to get to reception
     about 15 minutes before your appointment time")."""
+    found: dict[str, set[str]] = {}
+    for _, stated in _rule_sentences(text, intent, context):
+        for kind, values in stated.items():
+            found.setdefault(kind, set()).update(values)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _rule_sentences(text: str, intent: str, context: str) -> list[tuple[str, dict[str, set[str]]]]:
+    """The sentences that state the asked rule's quantities, each with what it states."""
     spec = RULES.get(intent)
     if spec is None:
-        return {}
+        return []
     topic, kinds = spec
     headed = bool(context) and bool(topic.search(_prepare(context)))
-    found: dict[str, set[str]] = {}
+    out = []
     for sentence in re.split(r"(?<=[.!?])\s+|\n|\|", _prepare(text)):
         if not headed and not topic.search(sentence):
             continue
+        stated: dict[str, set[str]] = {}
         for kind, pattern in kinds.items():
             for match in pattern.finditer(sentence):
                 value = _value(match.groups())
                 if value:
-                    found.setdefault(kind, set()).add(value)
-    return {k: frozenset(v) for k, v in found.items()}
+                    stated.setdefault(kind, set()).add(value)
+        if stated:
+            out.append((sentence, stated))
+    return out
 
 
 def qualifiers(text: str, vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None = None) -> frozenset[str]:
@@ -156,7 +168,11 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
     for cand in candidates[:top_n]:
         found = rule_quantities(cand.text, intent, cand.context)
         if found:
-            stating.append((cand, found, qualifiers(f"{cand.context} {cand.text}", vocabulary, implies)))
+            # Who a rule is for is read where the rule is stated (its sentences, title and headings),
+            # not from a reason elsewhere in the passage ("Many of the appointments at Oakfield are
+            # longer physiotherapy and nurse sessions ..." before "give us at least 48 hours' notice").
+            stated = " ".join(sentence for sentence, _ in _rule_sentences(cand.text, intent, cand.context))
+            stating.append((cand, found, qualifiers(f"{cand.context} {stated}", vocabulary, implies)))
     authorities = AUTHORITIES.get(intent, frozenset())
     for (a, qa, wa), (b, qb, wb) in itertools.combinations(stating, 2):
         if a.document_id == b.document_id:

@@ -329,8 +329,14 @@ class PolicyPart:
         """The question asked of the clinics' own passages alone, through the same generate-and-
         validate loop as the answer: a shown claim means some clinic has its own rule on exactly
         this, which the tenant-wide answer does not tell its patients (a quantity check cannot see
-        an override in words). The judgment is the generator's and the validator's, not a word list."""
-        readable = self._without_quantity_or_other_qualifier(plan, ctx, aside.hits)
+        an override in words). The judgment is the generator's and the validator's, not a word list.
+        Passages stating the asked rule's quantity are the quantity check's (it compares them
+        exactly, and a subgroup's rule that shares the quantity, "new patients at Northgate 30
+        minutes, everyone else 15", is no override)."""
+        readable = [h for h in aside.hits if not conflicts.rule_quantities(
+            h.passage.text, plan.intent, f"{h.passage.title} > {h.passage.heading_context}")]
+        # Passages about a specialty or appointment type the question did not ask go last.
+        readable.sort(key=lambda h: bool(self._unasked_qualifiers(ctx, h.passage, h.passage.text)))
         if not readable:
             return ""
         local = tuple(LabelledPassage(f"S{i}", h.passage)
@@ -338,35 +344,33 @@ class PolicyPart:
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
-        if own.unavailable is not None or own.best is None or not own.best.factual_shown:
+        if own.unavailable is not None or own.best is None:
             return ""
         best = own.best
-        cited = {c.passage_id for cid in best.shown for c in best.by_claim[cid].citations}
-        versions = {lp.passage.identity.version_id for lp in best.given if lp.passage.identity.passage_id in cited}
-        named = sorted({loc for v in versions for loc in aside.scopes.get(v, ())})
-        shown = next(c.text for c in best.generated.claims if c.claim_id in best.shown and c.factual)
-        return f"a clinic's own passage answers it ({', '.join(named)}): {shown[:120]!r}"
+        by_label = {lp.label: lp.passage for lp in best.given}
+        for claim in best.generated.claims:
+            if claim.claim_id not in best.shown or not claim.factual:
+                continue
+            passages = [by_label[label] for label in claim.evidence_labels if label in by_label]
+            # A rule for a specialty or appointment type the question did not ask ("Rescheduling an
+            # MRI ... needs a coordinator review") is no override of the general one; read from the
+            # claim and its passages' title and headings, not from a reason elsewhere in the passage
+            # ("... longer physiotherapy and nurse sessions that are hard to fill").
+            if passages and all(self._unasked_qualifiers(ctx, p, claim.text) for p in passages):
+                continue
+            versions = {p.identity.version_id for p in passages}
+            named = sorted({loc for v in versions for loc in aside.scopes.get(v, ())})
+            return f"a clinic's own passage answers it ({', '.join(named)}): {claim.text[:120]!r}"
+        return ""
 
-    def _without_quantity_or_other_qualifier(self, plan: PartPlan, ctx: PartContext,
-                                             hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
-        """The clinics' passages the whole-question check reads: none stating the asked rule's
-        quantity (the quantity check reads those exactly, and a subgroup's rule that shares the
-        quantity, "new patients at Northgate 30 minutes, everyone else 15", is no override of it),
-        and none about a specialty or appointment type the question did not ask (a clinic's MRI
-        rescheduling rule does not answer how to cancel an appointment)."""
+    def _unasked_qualifiers(self, ctx: PartContext, passage, text: str) -> frozenset[str]:
+        """The specialties and appointment types the text (under its passage's title and headings)
+        names that the question did not ask for."""
         vocabulary = {**self.lexicon.specialties, **self.lexicon.appointment_types}
         asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
-        readable = []
-        for hit in hits:
-            context = f"{hit.passage.title} > {hit.passage.heading_context}"
-            if conflicts.rule_quantities(hit.passage.text, plan.intent, context):
-                continue
-            named = conflicts.qualifiers(f"{context} {hit.passage.text}", vocabulary,
-                                         self.lexicon.type_implies_specialty)
-            if named - asked:
-                continue
-            readable.append(hit)
-        return tuple(readable)
+        named = conflicts.qualifiers(f"{passage.title} > {passage.heading_context} {text}", vocabulary,
+                                     self.lexicon.type_implies_specialty)
+        return named - asked
 
     def _overridden_quantity(self, plan: PartPlan, ctx: PartContext, best: Attempt,
                              aside: ClinicRules) -> conflicts.Conflict | None:
