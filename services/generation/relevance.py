@@ -76,6 +76,7 @@ KIND_WORDS = frozenset().union(*INTENT_WORDS.values())
 _PLACE_NOUNS = ("clinic", "center", "centre", "hospital", "street", "practice", "surgery")
 _PLACE_GENERIC = frozenset({"clinic", "center", "centre", "hospital", "street", "practice", "surgery", "family",
                             "imaging", "medical", "health", "main", "the", "at", "of"})
+_NAME_FUNCTION_WORDS = frozenset({"the", "at", "of", "on", "in", "and"})
 _CAP = r"[A-ZÆØÅÀ-ÖØ-Þ][\w'-]*"
 _TITLED = re.compile(rf"\b(?:Dr\.?|Doctor)\s+({_CAP}(?:\s+{_CAP})*)")
 _PLACE = re.compile(rf"\b((?:{_CAP}\s+){{1,4}})(?:{'|'.join(n.capitalize() for n in _PLACE_NOUNS)})\b")
@@ -218,6 +219,14 @@ def _name_words(question: str, place_names: tuple[str, ...]) -> set[str]:
     not the generic words of a name: "Center", "Clinic")."""
     words = {w for entity in named_entities(question) for w in entity.distinctive}
     words.update(w for name in place_names for w in _place_words(name))
+    # A resolved place name the question writes out whole names the place with every word of it,
+    # the generic ones too: "Street" in "the Quay Street clinic" is no topic, and left in, every
+    # sentence naming Quay Street covered "how early should I get to the Quay Street clinic?".
+    written = " ".join(re.findall(r"[\w'-]+", _fold(question)))
+    for name in place_names:
+        phrase = " ".join(re.findall(r"[\w'-]+", _fold(name)))
+        if phrase and re.search(rf"(?<![\w'-]){re.escape(phrase)}(?![\w'-])", written):
+            words.update(w for w in phrase.split() if w not in _NAME_FUNCTION_WORDS)
     return words - _CAPITALISED_FUNCTION_WORDS
 
 

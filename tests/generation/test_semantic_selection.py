@@ -214,3 +214,18 @@ def test_a_question_about_one_item_is_not_given_the_whole_list(backend):
         GenerationRequest("do I have to take my earrings out?", "OTHER", (*PASSAGES, CHECKLIST, SCAN))).claims]
     assert shown and "earrings" in shown[0], shown
     assert not any("zips" in text for text in shown), shown
+
+
+def test_a_place_name_written_whole_is_no_topic_even_in_its_generic_words(backend):
+    """"Street" in "the Elm Street clinic" is part of the name the caller resolved: a sentence that
+    names Elm Street shares no topic with how early to come. Left in as a key term, it covered the
+    question."""
+    offered = (
+        passage("S1", "Where we are", "At the Elm Street clinic the consulting rooms are on the second floor."),
+        passage("S2", "Coming in", "Please come 10 minutes early, before your appointment time."),
+    )
+    told = backend.generate(GenerationRequest("How early should I get to the Elm Street clinic?", "ARRIVAL_PREPARATION",
+                                              offered, place_names=("Elm Street", "Ashgrove Elm Street Clinic")))
+    shown = [c.text for c in told.claims]
+    assert shown and "10 minutes" in shown[0], shown
+    assert not any("second floor" in text for text in shown), shown
