@@ -266,25 +266,40 @@ class PolicyPart:
         return {lp.passage.identity.passage_id for lp in passages if lp.passage.identity.version_id in scoped}
 
     def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, grounded: Grounded) -> Grounded:
-        """A question at a named clinic whose answer cites the clinic's own passage beside tenant-wide
-        ones: the clinic's rule overrides the tenant-wide one there, and shown together they can
-        contradict ("Patients can park free of charge ..." then "Harbour Exchange has no parking for
-        clinic patients"). The question is answered again from the clinic's own offered passages
-        alone (scopes from the store of record), through the same generate-and-validate loop; when
-        that shows something, it is the answer, and the mixed one stays in the evidence unshown."""
+        """A question at a named clinic whose answer shows a claim only the clinic's own passage
+        states beside one only tenant-wide passages state: the clinic's rule overrides the
+        tenant-wide one there, and shown together they can contradict ("Patients can park free of
+        charge ..." then "Harbour Exchange has no parking for clinic patients"). The question is
+        answered again from the clinic's own offered passages alone (scopes from the store of
+        record), through the same generate-and-validate loop; when that shows a claim about what
+        was asked (not about a specialty or appointment type the question did not ask), it is the
+        answer, and the mixed one stays in the evidence unshown. A claim both kinds of passage state
+        word for word agrees with the clinic and makes nothing mixed."""
         best = grounded.best
         if best is None or not best.factual_shown:
             return grounded
         local_ids = self._scoped_to_the_location(ctx, best.given, "own rule")
         cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations}
                  for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
-        if not any(ids & local_ids for ids in cites) or all(ids <= local_ids for ids in cites):
-            return grounded  # only tenant-wide rules, or only the clinic's own: nothing mixed
+        if not any(ids <= local_ids for ids in cites) or not any(not ids & local_ids for ids in cites):
+            return grounded  # nothing the clinic's own passage alone states beside a tenant-wide-only claim
         local = tuple(lp for lp in best.given if lp.passage.identity.passage_id in local_ids)
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
+        if own.best is None or not any(self._about_what_was_asked(ctx, own.best, claim)
+                                       for claim in own.best.generated.claims):
+            return grounded
         return only_local(own, grounded)
+
+    def _about_what_was_asked(self, ctx: PartContext, best: Attempt, claim) -> bool:
+        """A shown factual claim none of whose passages is about a specialty or appointment type
+        the question did not ask (read from the claim and the passages' title and headings)."""
+        if claim.claim_id not in best.shown or not claim.factual:
+            return False
+        by_label = {lp.label: lp.passage for lp in best.given}
+        passages = [by_label[label] for label in claim.evidence_labels if label in by_label]
+        return not passages or not all(self._unasked_qualifiers(ctx, p, claim.text) for p in passages)
 
     def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
                      out: PartResult) -> tuple[tuple[Hit, ...], ClinicRules] | PartResult:
@@ -348,20 +363,16 @@ class PolicyPart:
             return ""
         best = own.best
         by_label = {lp.label: lp.passage for lp in best.given}
-        for claim in best.generated.claims:
-            if claim.claim_id not in best.shown or not claim.factual:
-                continue
-            passages = [by_label[label] for label in claim.evidence_labels if label in by_label]
-            # A rule for a specialty or appointment type the question did not ask ("Rescheduling an
-            # MRI ... needs a coordinator review") is no override of the general one; read from the
-            # claim and its passages' title and headings, not from a reason elsewhere in the passage
-            # ("... longer physiotherapy and nurse sessions that are hard to fill").
-            if passages and all(self._unasked_qualifiers(ctx, p, claim.text) for p in passages):
-                continue
-            versions = {p.identity.version_id for p in passages}
-            named = sorted({loc for v in versions for loc in aside.scopes.get(v, ())})
-            return f"a clinic's own passage answers it ({', '.join(named)}): {claim.text[:120]!r}"
-        return ""
+        # A rule for a specialty or appointment type the question did not ask ("Rescheduling an MRI
+        # ... needs a coordinator review") is no override of the general one; read from the claim and
+        # its passages' title and headings, not from a reason elsewhere in the passage ("... longer
+        # physiotherapy and nurse sessions that are hard to fill").
+        claim = next((c for c in best.generated.claims if self._about_what_was_asked(ctx, best, c)), None)
+        if claim is None:
+            return ""
+        versions = {by_label[label].identity.version_id for label in claim.evidence_labels if label in by_label}
+        named = sorted({loc for v in versions for loc in aside.scopes.get(v, ())})
+        return f"a clinic's own passage answers it ({', '.join(named)}): {claim.text[:120]!r}"
 
     def _unasked_qualifiers(self, ctx: PartContext, passage, text: str) -> frozenset[str]:
         """The specialties and appointment types the text (under its passage's title and headings)
