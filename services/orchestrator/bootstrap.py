@@ -97,6 +97,7 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
                                 max_chars=settings.context_max_chars, max_regenerations=settings.max_regenerations)
     policy = PolicyPart(downstream.retrieval, answerer, lexicon,
                         PolicySettings(search_k=settings.search_k, conflict_top_n=settings.conflict_top_n,
+                                       clinic_rules_asked=settings.clinic_rules_asked,
                                        relevance_gate=settings.relevance_gate,
                                        relevance_offer=settings.relevance_offer))
     vocabulary = Vocabulary(lexicon.appointment_types, lexicon.specialties)

@@ -348,6 +348,8 @@ class PolicyPart:
         Passages stating the asked rule's quantity are the quantity check's (it compares them
         exactly, and a subgroup's rule that shares the quantity, "new patients at Northgate 30
         minutes, everyone else 15", is no override)."""
+        if not self.settings.clinic_rules_asked:
+            return ""
         readable = [h for h in aside.hits if not conflicts.rule_quantities(
             h.passage.text, plan.intent, f"{h.passage.title} > {h.passage.heading_context}")]
         # Passages about a specialty or appointment type the question did not ask go last.
