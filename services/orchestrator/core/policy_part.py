@@ -6,6 +6,7 @@ answered, a conflict shown as such, or an honest abstention (the wording file's 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from typing import NamedTuple
@@ -163,6 +164,11 @@ class PolicyPart:
         self.answerer = answerer
         self.lexicon = lexicon
         self.settings = settings or PolicySettings()
+
+    @functools.cached_property
+    def _qualifier_vocabulary(self) -> dict[str, tuple[str, ...]]:
+        """Specialties and appointment types: what a rule can be for (the lexicon is fixed)."""
+        return {**self.lexicon.specialties, **self.lexicon.appointment_types}
 
     def answer(self, plan: PartPlan, ctx: PartContext, out: PartResult) -> PartResult:
         route, request = ctx.route, ctx.request
@@ -379,7 +385,7 @@ class PolicyPart:
     def _unasked_qualifiers(self, ctx: PartContext, passage, text: str) -> frozenset[str]:
         """The specialties and appointment types the text (under its passage's title and headings)
         names that the question did not ask for."""
-        vocabulary = {**self.lexicon.specialties, **self.lexicon.appointment_types}
+        vocabulary = self._qualifier_vocabulary
         asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
         named = conflicts.qualifiers(f"{passage.title} > {passage.heading_context} {text}", vocabulary,
                                      self.lexicon.type_implies_specialty)
@@ -416,7 +422,7 @@ class PolicyPart:
         """conflicts.detect over the top hits (`scopes`: version -> location scope from the store of
         record, only the versions that may be cited; None: not known yet)."""
         lexicon = self.lexicon
-        vocabulary = {**lexicon.specialties, **lexicon.appointment_types}
+        vocabulary = self._qualifier_vocabulary
         asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
         top = hits[: top_n or self.settings.conflict_top_n]
         candidates = [conflicts.Candidate(
