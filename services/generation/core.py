@@ -124,7 +124,10 @@ _TYPE_CUES: dict[str, frozenset[str]] = {
     "SCHEDULING_RULE": frozenset({"book", "walk", "walk-in", "slot", "schedul", "open", "weekday"}),
 }
 _ALL_CUES = frozenset().union(*_TYPE_CUES.values())
-_REASON = re.compile(r",?\s+\b(?:because|since)\b", re.IGNORECASE)
+# Where a reason or a purpose given for a rule begins ("..., because ...", "... so that we can offer
+# the slot to someone else").
+_REASON = re.compile(r",?\s+\b(?:because|since|so that|so (?:we|you|they|it|the \w+) (?:can|could|may)|"
+                     r"in order to)\b", re.IGNORECASE)
 _SOURCE_CLASS_TYPE = {
     "provider_profile": "PROVIDER_DESCRIPTION",
     "cancellation_policy": "CANCELLATION_TERM",
@@ -146,7 +149,8 @@ def infer_claim_type(text: str, source_class: str, intent: str) -> str:
     cancellation fee states a CANCELLATION_TERM), then the source class, then the intent."""
     # A reason given for a rule ("..., because contrast and preparation are planned for the booked
     # slot") is not the rule: the kind is read from the sentence before it.
-    # The whole sentence's cues break a tie of the ruled part's.
+    # The whole sentence's cues break a tie of the ruled part's; a rule part with no cue at all takes
+    # its document's class, as a sentence with no cue does.
     stems = claimtext.content_set(text)
     ruled = claimtext.content_set(_REASON.split(text, maxsplit=1)[0]) or stems
     hits = {kind: len(stems & cues) for kind, cues in _TYPE_CUES.items()}
@@ -160,6 +164,10 @@ def infer_claim_type(text: str, source_class: str, intent: str) -> str:
     # may not establish, the validator withheld it. "book" still counts beside another cue.
     if stems & _ALL_CUES == {"book"} and source_class in _SOURCE_CLASS_TYPE:
         return _SOURCE_CLASS_TYPE[source_class]
+    if best > 0 and ruled != stems and not ruled & _ALL_CUES:
+        # Only the reason names a kind ("let us know 24 hours beforehand so that we can offer the
+        # slot to someone else"): the rule has no cue of its own, so it takes its document's class.
+        best = 0
     if best > 0:
         ranked = {kind: (len(ruled & cues), hits[kind]) for kind, cues in _TYPE_CUES.items()}
         top = max(ranked.values())

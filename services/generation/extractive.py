@@ -319,13 +319,26 @@ class ExtractiveBackend:
         claims: list[Claim] = []
         top = None
         vetoed = self._lead_veto(request, candidates) if meaning else (lambda _rank: False)
+
+        def may_lead(rank: int, claim_id: str, candidate: _Candidate) -> bool:
+            # True and cited is not enough: the answer's lead claim must cover the question (in words,
+            # or in meaning; relevance.py, signal 1) and pass the learned veto (lead.py); the claims
+            # after it qualify it.
+            return claim_id not in excluded_ids and not candidate.only_in_list and \
+                self._answers(candidate, meaning, vacuous_ok=True) and not vetoed(rank) and \
+                any(label in offered and label not in excluded_labels for label in candidate.labels)
+
+        # A question that asks for an amount is led by the first unit that may lead and states one,
+        # when there is such a unit: the units ahead of it only talk about the amount.
+        amount = relevance.asked_amount(request.question)
+        amount_lead = next((rank for rank, (claim_id, candidate) in enumerate(candidates)
+                            if relevance.states_amount(candidate.text, amount) and may_lead(rank, claim_id, candidate)),
+                           None) if amount else None
         for rank, (claim_id, candidate) in enumerate(candidates):
             if claim_id in excluded_ids or candidate.only_in_list:
                 continue
-            if top is None and (not self._answers(candidate, meaning, vacuous_ok=True) or vetoed(rank)):
-                # True and cited, but it does not answer what was asked (relevance.py, signal 1): the
-                # answer's lead claim must cover the question (in words, or in meaning) and pass the
-                # learned veto (lead.py); the claims after it qualify it.
+            if top is None and (not may_lead(rank, claim_id, candidate) or
+                                (amount_lead is not None and rank < amount_lead)):
                 continue
             labels = [label for label in candidate.labels if label in offered and label not in excluded_labels]
             if not labels:

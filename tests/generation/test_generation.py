@@ -363,3 +363,52 @@ def test_a_section_whose_heading_names_what_is_asked_answers_in_words_of_its_own
     reply = generate(pb.GenerateRequest(question="Do you take walk-ins with a guide dog?",
                                         intent=common_pb2.INTENT_OTHER, passages=section("Walk-ins")))
     assert list(reply.claims) == []
+
+
+def _one_passage(key: str, text: str, heading: str) -> list[common_pb2.LabelledPassage]:
+    item = labelled(key)[0]
+    item.passage.text = text
+    item.passage.heading_context = heading
+    return [item]
+
+
+@pytest.mark.parametrize("question,amount", [
+    ("How much notice do you want if I can't come?", "48 hours"),
+    ("How far in advance do I need to cancel?", "48 hours"),
+    ("What's the fee if I don't turn up?", "$35"),
+])
+def test_a_question_that_asks_for_an_amount_is_led_by_a_sentence_that_states_one(generate, question, amount):
+    """Sentences written for this test: the one nearest the question in words and meaning refers to
+    the amount ("the same notice", "that charge") without stating it. The answer's lead states the
+    amount the question asks for (a duration for how long or how much notice, a price for a fee)."""
+    text = ("Changing an appointment to a different day is treated as a cancellation, so the same notice "
+            "and the same charge apply. Please tell us at least 48 hours before your appointment if you "
+            "cannot come. If you give us less notice or do not come at all, we charge $35.")
+    reply = generate(pb.GenerateRequest(question=question, intent=CANCEL,
+                                        passages=_one_passage("cancellation", text, "Fees > Cancelling")))
+    assert reply.claims, question
+    assert amount in reply.claims[0].text, [c.text for c in reply.claims]
+
+
+def test_a_question_without_an_amount_keeps_its_ranking(generate):
+    """'How do I cancel?' asks for a way, not an amount: the amount preference stays out of it."""
+    text = ("You can cancel in the app, by phone or by replying C to your reminder text. "
+            "Please tell us at least 48 hours before your appointment.")
+    reply = generate(pb.GenerateRequest(question="How do I cancel my appointment?", intent=CANCEL,
+                                        passages=_one_passage("cancellation", text, "Fees > Cancelling")))
+    assert reply.claims and "app" in reply.claims[0].text
+
+
+def test_the_purpose_given_for_a_rule_does_not_decide_its_claim_type():
+    """'... so that we can offer the slot to someone else': the slot is the purpose, the rule is a
+    notice period; typed SCHEDULING_RULE, a cancellation policy's own sentence was withheld as an
+    authority mismatch."""
+    from services.generation.core import infer_claim_type
+
+    rule = ("If you cannot come, please let us know at least a day beforehand so that we can give the slot "
+            "to another patient.")
+    assert infer_claim_type(rule, "cancellation_policy", "CANCELLATION_RESCHEDULING") == "CANCELLATION_TERM"
+    assert infer_claim_type(rule, "cancellation_policy", "OTHER") == "CANCELLATION_TERM"
+    # A rule with a cue of its own keeps it, purpose or not.
+    assert infer_claim_type("Book your slot online in order to skip the queue.", "cancellation_policy",
+                            "OTHER") == "SCHEDULING_RULE"

@@ -24,3 +24,36 @@ def test_you_as_patients_type_it_is_no_topic(question):
 
 def test_a_topic_word_stays_a_key_term():
     assert terms("cash") <= key_terms("do u take cash?", "OTHER")
+
+
+@pytest.mark.parametrize("question,kind", [
+    ("how much notice do u need if i want to cancel", "duration"),
+    ("How long is a first physio session?", "duration"),
+    ("What time do you open on Saturdays?", "duration"),
+    ("how much is the deposit", "price"),
+    ("what would it cost me to see the nurse", "price"),
+    ("Hva koster en time hos fysioterapeut?", "price"),
+    ("how many sessions do I get", "quantity"),
+    ("Can I park at the clinic?", ""),
+    ("How do I cancel?", ""),
+])
+def test_the_amount_a_question_asks_for(question, kind):
+    from services.generation.relevance import asked_amount
+
+    assert asked_amount(question) == kind
+
+
+@pytest.mark.parametrize("text,kind,states", [
+    ("Please tell us at least 24 hours before your appointment.", "duration", True),
+    ("Most results are back within a week.", "duration", True),
+    ("Moving an appointment counts as cancelling it, so the same notice applies.", "duration", False),
+    ("If you cancel with less notice than that, we charge a fee of €30.", "duration", False),
+    ("If you cancel with less notice than that, we charge a fee of €30.", "price", True),
+    ("Flu vaccines are free of charge for card holders.", "price", True),
+    ("Wear loose clothing to your physiotherapy session.", "price", False),
+    ("You can have up to 6 sessions a year.", "quantity", True),
+])
+def test_what_states_an_amount(text, kind, states):
+    from services.generation.relevance import states_amount
+
+    assert states_amount(text, kind) is states

@@ -105,6 +105,17 @@ def test_a_possessive_unit_is_a_notice_period(text):
     assert rule_quantities(text, "cancellation_rescheduling") == {"notice period": frozenset({"2880min"})}
 
 
+@pytest.mark.parametrize("text,intent,expected", [
+    ("To cancel, please let us know 2 days beforehand.", "cancellation_rescheduling",
+     {"notice period": frozenset({"2880min"})}),
+    ("Please arrive 20 minutes beforehand to check in.", ARRIVAL, {"lead time": frozenset({"20min"})}),
+])
+def test_beforehand_states_a_rule_quantity(text, intent, expected):
+    """ "24 hours beforehand" is the tenant-wide notice period as much as "24 hours before": unread, an
+    answer stating it could not be compared with a clinic's own 48 hours."""
+    assert rule_quantities(text, intent) == expected
+
+
 def test_a_conflict_only_on_the_quantity_the_question_asks_for():
     # Two MRI documents of the same authority disagree on the lead time: a conflict for "when
     # should I arrive", none for a question about jewellery (it asks for no lead time).

@@ -35,12 +35,12 @@ _DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?)['’]?"
 RULES = {
     "arrival_preparation": (
         re.compile(r"\b(arriv\w*|check[- ]?in|come in|be here|be there)\b"),
-        {"lead time": re.compile(rf"\b{_DURATION} (?:before|early|prior|ahead|in advance)\b")},
+        {"lead time": re.compile(rf"\b{_DURATION} (?:before|beforehand|early|prior|ahead|in advance)\b")},
     ),
     "cancellation_rescheduling": (
         re.compile(r"\b(cancel\w*|reschedul\w*|notice)\b"),
         {
-            "notice period": re.compile(rf"\b{_DURATION} (?:before|in advance|notice|prior|ahead)\b"
+            "notice period": re.compile(rf"\b{_DURATION} (?:before|beforehand|in advance|notice|prior|ahead)\b"
                                         rf"|\bnotice of {_DURATION}"),
             "fee": re.compile(r"(?:\$|usd |nok |nzd |kr\.? ?)(\d+(?:\.\d\d)?)|\b(\d+(?:\.\d\d)?) ?(?:usd|nok|nzd|kr|dollars)\b"),
         },
