@@ -71,13 +71,15 @@ def examples(backend, gate, questions: list[dict]) -> list[dict]:
         request = GenerationRequest(q["question"], "OTHER", offered(q))
         candidates = [item for item in backend.candidates(request) if not item[1].only_in_list]  # never leads
         rows = []
+        amount = relevance.asked_amount(q["question"])
         if candidates:
             best = max(c.score for _, c in candidates)
             terms = gate.terms(backend.meaning_question(request), relevance.key_terms(q["question"], "OTHER"))
             for rank, (_, c) in enumerate(candidates[:TOP]):
                 rows.append({"x": gate.features(c, rank, best, terms),
                              "label": q["passages"][int(c.labels[0][1:]) - 1]["label"],
-                             "admitted": backend._answers(c, True, vacuous_ok=True)})
+                             "admitted": backend._answers(c, True, vacuous_ok=True),
+                             "states_amount": bool(amount) and relevance.states_amount(c.text, amount)})
         out.append({"id": q["id"], "split": q["split"], "answerable": any(p["label"] for p in q["passages"]),
                     "rows": rows})
     return out
@@ -88,7 +90,10 @@ def leads(items: list[dict], probabilities: list[list[float]], threshold: float)
     threshold (0: the rule alone); right (a relevant passage), wrong, or abstained."""
     right = wrong = abstained = unanswerable_abstained = 0
     for item, probs in zip(items, probabilities, strict=True):
-        lead = next((r for r, p in zip(item["rows"], probs, strict=True) if r["admitted"] and p >= threshold), None)
+        may_lead = [r for r, p in zip(item["rows"], probs, strict=True) if r["admitted"] and p >= threshold]
+        # As the extractive backend leads: a question that asks for an amount by the first unit that
+        # may lead and states one, when there is one.
+        lead = next((r for r in may_lead if r["states_amount"]), None) or next(iter(may_lead), None)
         if lead is None:
             abstained += 1
             unanswerable_abstained += not item["answerable"]

@@ -111,50 +111,51 @@ def terms(text: str) -> frozenset[str]:
     return base | frozenset(grams)
 
 
-# Questions whose answer is an amount (answer typing, as in question answering): a duration or time,
-# a price, or any quantity. "How much notice do you need?" is not answered by "the same notice
+# Questions whose answer is an amount (answer typing, as in question answering): a duration or a
+# time, or a price. "How much notice do you need?" is not answered by "the same notice
 # applies", nor by the fee for less notice, however close in meaning; "How long is a first physio
 # session?" not by what to wear.
 _ASKS_DURATION = re.compile(
     r"\bhow (?:long|early|late|soon|far ahead|far in advance)\b|\bhow (?:much|many) (?:\w+ ){0,2}?"
-    r"(?:notice|time|warning|minutes|hours|days|weeks)\b|\bwhat time\b|\bby when\b"
+    r"(?:notice|time|warning|minutes|hours|days|weeks|before|earlier|ahead|in advance)\b|\bwhat time\b|\bby when\b"
     r"|\bhvor (?:lenge|tidlig|sent)\b|\bhvor mye (?:\w+ )?(?:varsel|tid)\b|\bnår må\b", re.IGNORECASE)
 _ASKS_PRICE = re.compile(
     r"\bhow much\b|\bwhat(?:'s| is| are| does)? (?:the |it )?(?:fee|fees|cost|costs|charge|charges|price|prices)\b"
     r"|\bwhat (?:would|will|does|do|did) (?:it|that|this|you|ye|u) (?:\w+ )?(?:cost|charge)\b"
     r"|\bhva koster\b|\bhvor mye\b", re.IGNORECASE)
-_ASKS_QUANTITY = re.compile(r"\bhow (?:many|often|old)\b|\bhvor (?:mange|ofte|gammel)\b", re.IGNORECASE)
 _DURATION_UNITS = frozenset({"minute", "hour", "day", "week", "month", "year", "clock"})
 _PRICE_UNITS = frozenset({"usd", "eur", "gbp", "nok", "nzd"})
 # Amounts in words of their own: no number, still an answer ("free of charge", "by midday").
 _PRICE_WORDS = re.compile(r"\b(?:free|no (?:charge|fee|cost)|at no cost|without charge|gratis|kostnadsfri)\b"
                           r"|[$€£]|\b(?:nz\$|kr|nok|usd|eur|gbp)\b", re.IGNORECASE)
 # A time unit said without a number is a duration too ("within a week", "a few working days", "the day
-# before"), as is a time of day in words.
+# before"), as is a time of day, in figures or in words ("9:00 to 17:00", "8am", "noon").
 _TIME_WORDS = re.compile(r"\b(?:minutes?|mins?|hours?|hrs?|days?|weeks?|fortnights?|months?|years?|noon|midday|"
-                         r"midnight|minutter|timer|dager|døgn|uker|måneder)\b", re.IGNORECASE)
+                         r"midnight|minutter|timer|dager|døgn|uker|måneder)\b|\b\d{1,2}[:.]\d{2}\b"
+                         r"|\b\d{1,2} ?(?:am|pm|a\.m\.|p\.m\.)", re.IGNORECASE)
 
 
 def asked_amount(question: str) -> str:
     """What kind of amount the question's asking clauses ask for: "duration" (how long, how much
-    notice, what time), "price" (how much, what's the fee), "quantity" (how many, how often), or ""."""
+    notice, what time), "price" (how much, what's the fee), or "". (Not "how many" or "how often":
+    "as often as you like" answers them without a number.)"""
     asked = asked_clauses(question) or question_sentences(question)
-    for kind, pattern in (("duration", _ASKS_DURATION), ("price", _ASKS_PRICE), ("quantity", _ASKS_QUANTITY)):
+    for kind, pattern in (("duration", _ASKS_DURATION), ("price", _ASKS_PRICE)):
         if pattern.search(asked):
             return kind
     return ""
 
 
 def states_amount(text: str, kind: str) -> bool:
-    """Whether the text states an amount of that kind: a number with a time unit or a time of day for
-    a duration; with a currency, or a price in words ("free of charge"), for a price; any number for
-    a quantity."""
+    """Whether the text states an amount of that kind (asked_amount's): a number with a time unit, a
+    time unit or a time of day for a duration; a currency, or a price in words ("free of charge"),
+    for a price."""
     units = {unit for _, unit in claimtext.quantities(text)}
     if kind == "duration":
         return bool(units & _DURATION_UNITS) or bool(_TIME_WORDS.search(text))
     if kind == "price":
         return bool(units & _PRICE_UNITS) or bool(_PRICE_WORDS.search(text))
-    return bool(units) or bool(_PRICE_WORDS.search(text))
+    return False
 
 
 # Clause ends inside a sentence: "I'm due for my review - where do I check in?"

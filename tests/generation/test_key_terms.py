@@ -33,7 +33,8 @@ def test_a_topic_word_stays_a_key_term():
     ("how much is the deposit", "price"),
     ("what would it cost me to see the nurse", "price"),
     ("Hva koster en time hos fysioterapeut?", "price"),
-    ("how many sessions do I get", "quantity"),
+    ("how many sessions do I get", ""),
+    ("I'm new, how much before the start time should I show up?", "duration"),
     ("Can I park at the clinic?", ""),
     ("How do I cancel?", ""),
 ])
@@ -51,7 +52,8 @@ def test_the_amount_a_question_asks_for(question, kind):
     ("If you cancel with less notice than that, we charge a fee of €30.", "price", True),
     ("Flu vaccines are free of charge for card holders.", "price", True),
     ("Wear loose clothing to your physiotherapy session.", "price", False),
-    ("You can have up to 6 sessions a year.", "quantity", True),
+    ("Northgate: Monday to Saturday, 9:00 to 17:00.", "duration", True),
+    ("Results can be collected after 2pm.", "duration", True),
 ])
 def test_what_states_an_amount(text, kind, states):
     from services.generation.relevance import states_amount
