@@ -176,3 +176,18 @@ def test_who_a_rule_is_for_is_read_where_the_rule_is_stated():
     for_one = cand("S2", "branch", "Please give us at least 48 hours' notice to cancel a physiotherapy session.",
                    scope=("branch",))
     assert detect([everywhere, for_one], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is None
+
+
+def test_a_clinic_page_of_any_class_makes_the_tenant_wide_rule_clinic_dependent():
+    """A clinic's own page that may not establish the rule (a handbook, for a notice period) still says
+    the tenant-wide rule does not hold there: the answer depends on the clinic (the tenant-wide 24 hours
+    was told to the patients of a clinic whose page asks for 48). Two documents of different authority
+    are still no conflict."""
+    everywhere = cand("S1", "policy", "Please cancel at least 24 hours before your appointment.",
+                      source_class="cancellation_policy", scope=())
+    page = cand("S2", "branch-page", "We need at least 48 hours' notice if you want to cancel at this clinic.",
+                source_class="handbook", scope=("branch",))
+    question = "how much notice do you need if I cancel?"
+    found = detect([everywhere, page], "cancellation_rescheduling", VOCAB, question=question, overrides=True)
+    assert found is not None and "notice period" in found.explanation
+    assert detect([everywhere, page], "cancellation_rescheduling", VOCAB, question=question) is None

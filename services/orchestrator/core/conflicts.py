@@ -18,6 +18,9 @@ Two of the top N hits conflict when
   5. the question asks for that quantity (QUESTION_ASKS: "when should I arrive" asks for the lead
      time, "what does it cost" for the fee); "Do I take off my jewellery for the MRI?" asks for
      none, so two MRI documents that disagree on the lead time are no conflict for it.
+An override (`overrides`: a clinic's own rule against the tenant-wide one) needs no common authority
+(condition 1): a clinic's page that may not establish the rule (a handbook's "48 hours' notice at this
+clinic") still says the tenant-wide rule does not hold there, so the answer depends on the clinic.
 Pure: candidates are plain data."""
 
 from __future__ import annotations
@@ -177,7 +180,8 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
     for (a, qa, wa), (b, qb, wb) in itertools.combinations(stating, 2):
         if a.document_id == b.document_id:
             continue
-        if a.source_class != b.source_class and not {a.source_class, b.source_class} <= authorities:
+        if not overrides and a.source_class != b.source_class and \
+                not {a.source_class, b.source_class} <= authorities:
             continue
         if asked:
             if not (wa & asked and wb & asked):
