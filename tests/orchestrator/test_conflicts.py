@@ -191,3 +191,20 @@ def test_a_clinic_page_of_any_class_makes_the_tenant_wide_rule_clinic_dependent(
     found = detect([everywhere, page], "cancellation_rescheduling", VOCAB, question=question, overrides=True)
     assert found is not None and "notice period" in found.explanation
     assert detect([everywhere, page], "cancellation_rescheduling", VOCAB, question=question) is None
+
+
+def test_a_reason_in_the_rule_sentence_does_not_say_whom_the_rule_is_for():
+    """ "Physiotherapy and evening appointments here have long waiting lists, so we need 48 hours'
+    notice": the services name the reason, the rule is for every appointment at the clinic. A rule
+    whose own clause names a service is still for that service."""
+    everywhere = cand("S1", "fees", "Please cancel at least 24 hours before your appointment.", scope=())
+    question = "how much notice do you need if I cancel?"
+    for text in ("Physiotherapy and evening appointments here have long waiting lists, so we need at least 48 "
+                 "hours' notice to cancel any appointment here.",
+                 "Please give us 48 hours' notice to cancel, because physiotherapy slots are hard to fill."):
+        branch = cand("S2", "branch", text, scope=("branch",))
+        found = detect([everywhere, branch], "cancellation_rescheduling", VOCAB, question=question, overrides=True)
+        assert found is not None and "notice period" in found.explanation, text
+    for_one = cand("S2", "branch", "Physiotherapy sessions need 48 hours' notice to cancel, so that we can offer "
+                   "them to someone else.", scope=("branch",))
+    assert detect([everywhere, for_one], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is None

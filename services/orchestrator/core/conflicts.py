@@ -129,6 +129,20 @@ def _rule_sentences(text: str, intent: str, context: str) -> list[tuple[str, dic
     return out
 
 
+# Where a sentence turns from a reason to its rule or back: "X, so we need 48 hours' notice", "..., so
+# that ...", "... because X", "... since X".
+_CONNECTIVE = re.compile(r",\s*so\s+(?:that\s+)?|\s+so that\s+|,?\s+\b(?:because|since)\b\s+")
+
+
+def _stating_clauses(sentence: str, intent: str) -> str:
+    """The clauses of a rule sentence that state its quantity, without the reason beside them: "Physio
+    and evening appointments here have long waiting lists, so we need at least 48 hours' notice" is a
+    notice period for every appointment there, not a physiotherapy rule."""
+    kinds = RULES[intent][1]
+    stating = [clause for clause in _CONNECTIVE.split(sentence) if any(p.search(clause) for p in kinds.values())]
+    return " ".join(stating) or sentence
+
+
 def qualifiers(text: str, vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None = None) -> frozenset[str]:
     """Keys of the vocabulary (specialties, appointment types) the text names (plural too), with
     the specialties those types imply."""
@@ -174,7 +188,8 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
             # Who a rule is for is read where the rule is stated (its sentences, title and headings),
             # not from a reason elsewhere in the passage ("Many of the appointments at Oakfield are
             # longer physiotherapy and nurse sessions ..." before "give us at least 48 hours' notice").
-            stated = " ".join(sentence for sentence, _ in _rule_sentences(cand.text, intent, cand.context))
+            stated = " ".join(_stating_clauses(sentence, intent)
+                              for sentence, _ in _rule_sentences(cand.text, intent, cand.context))
             stating.append((cand, found, qualifiers(f"{cand.context} {stated}", vocabulary, implies)))
     authorities = AUTHORITIES.get(intent, frozenset())
     for (a, qa, wa), (b, qb, wb) in itertools.combinations(stating, 2):
