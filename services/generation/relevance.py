@@ -120,7 +120,7 @@ _ASKS_DURATION = re.compile(
     r"(?:notice|time|warning|minutes|hours|days|weeks|before|earlier|ahead|in advance)\b|\bwhat time\b|\bby when\b"
     r"|\bhvor (?:lenge|tidlig|sent)\b|\bhvor mye (?:\w+ )?(?:varsel|tid)\b|\bnår må\b", re.IGNORECASE)
 _ASKS_PRICE = re.compile(
-    r"\bhow much\b|\bwhat(?:'s| is| are| does)? (?:the |it )?(?:fee|fees|cost|costs|charge|charges|price|prices)\b"
+    r"\bhow much\b|\bwhat(?:'s|s| is| are| does)? (?:the |it )?(?:fee|fees|cost|costs|charge|charges|price|prices)\b"
     r"|\bwhat (?:would|will|does|do|did) (?:it|that|this|you|ye|u) (?:\w+ )?(?:cost|charge)\b"
     r"|\bhva koster\b|\bhvor mye\b", re.IGNORECASE)
 _DURATION_UNITS = frozenset({"minute", "hour", "day", "week", "month", "year", "clock"})

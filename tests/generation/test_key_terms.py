@@ -31,6 +31,7 @@ def test_a_topic_word_stays_a_key_term():
     ("How long is a first physio session?", "duration"),
     ("What time do you open on Saturdays?", "duration"),
     ("how much is the deposit", "price"),
+    ("whats the charge if i dont show up", "price"),
     ("what would it cost me to see the nurse", "price"),
     ("Hva koster en time hos fysioterapeut?", "price"),
     ("how many sessions do I get", ""),
