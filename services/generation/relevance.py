@@ -118,6 +118,7 @@ def terms(text: str) -> frozenset[str]:
 _ASKS_DURATION = re.compile(
     r"\bhow (?:long|early|late|soon|far ahead|far in advance)\b|\bhow (?:much|many) (?:\w+ ){0,2}?"
     r"(?:notice|time|warning|minutes|hours|days|weeks|before|earlier|ahead|in advance)\b|\bwhat time\b|\bby when\b"
+    r"|\bwhat(?:'s|s| is)? (?:the )?notice\b|\bnotice period\b"
     r"|\bhvor (?:lenge|tidlig|sent)\b|\bhvor mye (?:\w+ )?(?:varsel|tid)\b|\bnår må\b", re.IGNORECASE)
 _ASKS_PRICE = re.compile(
     r"\bhow much\b|\bwhat(?:'s|s| is| are| does)? (?:the |it )?(?:fee|fees|cost|costs|charge|charges|price|prices)\b"
@@ -130,9 +131,12 @@ _PRICE_WORDS = re.compile(r"\b(?:free|no (?:charge|fee|cost)|at no cost|without 
                           r"|[$€£]|\b(?:nz\$|kr|nok|usd|eur|gbp)\b", re.IGNORECASE)
 # A time unit said without a number is a duration too ("within a week", "a few working days", "the day
 # before"), as is a time of day, in figures or in words ("9:00 to 17:00", "8am", "noon").
-_TIME_WORDS = re.compile(r"\b(?:minutes?|mins?|hours?|hrs?|days?|weeks?|fortnights?|months?|years?|noon|midday|"
-                         r"midnight|minutter|timer|dager|døgn|uker|måneder)\b|\b\d{1,2}[:.]\d{2}\b"
-                         r"|\b\d{1,2} ?(?:am|pm|a\.m\.|p\.m\.)", re.IGNORECASE)
+# The unit needs a word that measures it ("a week", "a few working days", "the same day"), not one that
+# only names a period ("once each calendar year").
+_TIME_WORDS = re.compile(r"\b(?:\d+|a|an|few|couple of|several|same|the|within|one|en|et|noen|samme)\s+(?:\w+\s+)?"
+                         r"(?:minutes?|mins?|hours?|hrs?|days?|weeks?|fortnights?|months?|years?|minutt(?:er)?|"
+                         r"time|timer|dager?|døgn|uker?|måneder?)\b|\b(?:noon|midday|midnight)\b"
+                         r"|\b\d{1,2}[:.]\d{2}\b|\b\d{1,2} ?(?:am|pm|a\.m\.|p\.m\.)", re.IGNORECASE)
 
 
 def asked_amount(question: str) -> str:

@@ -30,6 +30,8 @@ def test_a_topic_word_stays_a_key_term():
     ("how much notice do u need if i want to cancel", "duration"),
     ("How long is a first physio session?", "duration"),
     ("What time do you open on Saturdays?", "duration"),
+    ("what notice do you need to cancel an appointment?", "duration"),
+    ("What's the notice period for cancelling?", "duration"),
     ("how much is the deposit", "price"),
     ("whats the charge if i dont show up", "price"),
     ("what would it cost me to see the nurse", "price"),
@@ -55,6 +57,9 @@ def test_the_amount_a_question_asks_for(question, kind):
     ("Wear loose clothing to your physiotherapy session.", "price", False),
     ("Northgate: Monday to Saturday, 9:00 to 17:00.", "duration", True),
     ("Results can be collected after 2pm.", "duration", True),
+    ("Most results are back within a few working days.", "duration", True),
+    ("Most blood test results are back with us within 5 working days.", "duration", True),
+    ("We will waive the fee once in each calendar year.", "duration", False),
 ])
 def test_what_states_an_amount(text, kind, states):
     from services.generation.relevance import states_amount
