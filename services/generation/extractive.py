@@ -337,8 +337,8 @@ class ExtractiveBackend:
         for rank, (claim_id, candidate) in enumerate(candidates):
             if claim_id in excluded_ids or candidate.only_in_list:
                 continue
-            if top is None and (not may_lead(rank, claim_id, candidate) or
-                                (amount_lead is not None and rank < amount_lead)):
+            if top is None and ((amount_lead is not None and rank < amount_lead) or
+                                not may_lead(rank, claim_id, candidate)):
                 continue
             labels = [label for label in candidate.labels if label in offered and label not in excluded_labels]
             if not labels:

@@ -126,13 +126,12 @@ _ASKS_PRICE = re.compile(
     r"|\bhva koster\b|\bhvor mye\b", re.IGNORECASE)
 _DURATION_UNITS = frozenset({"minute", "hour", "day", "week", "month", "year", "clock"})
 _PRICE_UNITS = frozenset({"usd", "eur", "gbp", "nok", "nzd"})
-# Amounts in words of their own: no number, still an answer ("free of charge", "by midday").
+# A price in words of its own or a currency sign ("free of charge", "no fee", "kr").
 _PRICE_WORDS = re.compile(r"\b(?:free|no (?:charge|fee|cost)|at no cost|without charge|gratis|kostnadsfri)\b"
                           r"|[$€£]|\b(?:nz\$|kr|nok|usd|eur|gbp)\b", re.IGNORECASE)
-# A time unit said without a number is a duration too ("within a week", "a few working days", "the day
-# before"), as is a time of day, in figures or in words ("9:00 to 17:00", "8am", "noon").
-# The unit needs a word that measures it ("a week", "a few working days", "the same day"), not one that
-# only names a period ("once each calendar year").
+# A duration in words: a time unit with a word that measures it ("within 5 working days", "a week", "the
+# same day"; not "once in each calendar year"), or a time of day, in figures or in words ("9:00 to 17:00",
+# "8am", "noon").
 _TIME_WORDS = re.compile(r"\b(?:\d+|a|an|few|couple of|several|same|the|within|one|en|et|noen|samme)\s+(?:\w+\s+)?"
                          r"(?:minutes?|mins?|hours?|hrs?|days?|weeks?|fortnights?|months?|years?|minutt(?:er)?|"
                          r"time|timer|dager?|døgn|uker?|måneder?)\b|\b(?:noon|midday|midnight)\b"
