@@ -27,6 +27,12 @@ def test_the_derived_encoder_is_the_one_the_heads_were_trained_on(analyzer):
     "my heart is racing and I might pass out",
     "Dad's face is drooping and he can't talk properly",
     "Babyen min er slapp og har høy feber",
+    # buried in a booking request and played down (the saltmarsh probe, 2026-12-06): the model alone
+    # scored both below the emergency threshold; the head-injury and ingestion red flags catch them
+    "hi can i move my physio to next week pls. fell off the ladder cleaning gutters this morning and hit my "
+    "head on the pavers, been sick twice since and bit muddled about what day it is lol but otherwise fine",
+    "does the nurse have anything this arvo? my 3yo got into my blood pressure tablets, not sure how many "
+    "maybe 8 or 10, she seems ok just really sleepy",
 ])
 def test_emergencies(analyzer, question):
     analysis = analyzer.analyze(question)

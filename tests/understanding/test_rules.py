@@ -48,6 +48,12 @@ RULES = load_rules()
     "jeg orker ikke mer og vil ikke våkne i morgen",
     # "none since" only resolves right after the red flag
     "he is having a seizure now, none for years before this",
+    # a blow to the head, then vomiting or confusion in everyday words; a child who got hold of tablets
+    "fell off the ladder this morning and hit my head on the pavers, been sick twice since",
+    "he knocked his head on the trampoline and now he doesn't know what day it is",
+    "concussed at footy this arvo and a bit groggy and not making sense",
+    "my 3yo got into my blood pressure tablets, not sure how many",
+    "I think the baby swallowed one of nan's heart pills",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -68,6 +74,7 @@ def test_red_flags_that_stand(text):
     # nb-NO history forms the en list has ("has had", a season, an admission)
     ("Jeg har hatt hjerteinfarkt før. Hvor er hjerteskolen?", "history"),
     ("Jeg besvimte i sommer og legen vil ta EKG", "history"),
+    ("I hit my head last month and was sick afterwards, the hospital cleared me", "history"),
     # "help" as assistance is no present cue: the history stands
     ("My dad had a stroke two years ago and needs help walking, can I come in with him?", "history"),
     # a red flag named as a topic, in bokmål too
@@ -121,6 +128,10 @@ def test_no_red_flag(text):
     "Kan svimmelheten min være et tegn på lavt blodtrykk?",
     "kan kulen i brystet være kreft",
     "Kan utslettet til sønnen min være en allergi?",
+    # a dose for a child, whatever the brand, or by body weight
+    "how many panadol can i give my 4yo, she's about 16kg",
+    "How much Motrin can I give my 18 month old?",
+    "how much nurofen for a child of 22 kg",
 ])
 def test_clinical_patterns(text):
     assert RULES.check_clinical(fold(text)) is not None
@@ -147,6 +158,11 @@ def test_clinical_patterns(text):
     "Can I have an MRI with my husband in the room?",
     "Can I get a scan if I have a referral from my GP?",
     "Kan jeg ta MR med mannen min til stede?",
+    # notice given to someone, a child's fee, a missed visit because of vomiting last week
+    "how much notice do i need to give my physio?",
+    "How much does it cost to give my son a flu jab?",
+    "I was sick last week so I missed my appointment, can I rebook?",
+    "my daughter got into the wrong car park, where is the entrance?",
 ])
 def test_logistics_is_not_clinical_by_rule(text):
     assert RULES.check_clinical(fold(text)) is None
