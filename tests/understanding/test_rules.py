@@ -54,6 +54,15 @@ RULES = load_rules()
     "concussed at footy this arvo and a bit groggy and not making sense",
     "my 3yo got into my blood pressure tablets, not sure how many",
     "I think the baby swallowed one of nan's heart pills",
+    # blood in vomit, a count of tablets no dose is, any battery swallowed, an indirect plan, and an
+    # arm gone weak beside speech that fails
+    "can't stop chucking up and now there's heaps of blood in it",
+    "been throwing up stuff that looks like coffee grounds since this morning",
+    "took like 30 of my ibuprofen after a fight with my bf",
+    "my toddler swallowed one of those little round batteries from the car key",
+    "everyone would be better off without me and I've got the tablets ready",
+    "honestly dont think ill be around by then",
+    "his right arm has gone weak and he can't get his words out",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -75,6 +84,11 @@ def test_red_flags_that_stand(text):
     ("Jeg har hatt hjerteinfarkt før. Hvor er hjerteskolen?", "history"),
     ("Jeg besvimte i sommer og legen vil ta EKG", "history"),
     ("I hit my head last month and was sick afterwards, the hospital cleared me", "history"),
+    # a red flag that a form, a plan, a prescription or a course is about
+    ("my son's anaphylaxis action plan needs re-signing for school", "not_a_symptom"),
+    ("is there a fee for getting my epipen prescription renewed", "not_a_symptom"),
+    ("the nursery form has a section on anaphylaxis, can the GP fill it in", "not_a_symptom"),
+    ("our first aid course covered choking and CPR, can the GP sign my certificate", "not_a_symptom"),
     # "help" as assistance is no present cue: the history stands
     ("My dad had a stroke two years ago and needs help walking, can I come in with him?", "history"),
     # a red flag named as a topic, in bokmål too
