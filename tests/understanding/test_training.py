@@ -54,6 +54,23 @@ def test_a_threshold_is_raised_while_the_recall_holds_and_stops_at_the_first_los
     assert train._raised_at_same_recall(grid, 0.6, recall.__getitem__) == 0.6
 
 
+def _observed(gold: str, p_emergency: float, red_flag: bool = False) -> train.Observed:
+    probs = np.array([p_emergency, 0.0, 1.0 - p_emergency])
+    return train.Observed(example=None, clauses=[(gold, probs, red_flag, False)], whole=probs, whole_red_flag=red_flag)
+
+
+def test_the_logistics_budget_is_the_heads_share_beyond_what_the_rules_send():
+    # 100 logistics questions: 4 look-alikes a red flag sends to the emergency path whatever the threshold
+    # (more than the 2% budget on their own), one the head scores 0.3; 10 emergencies the head scores 0.6.
+    observed = ([_observed("logistics", 0.0, red_flag=True) for _ in range(4)] + [_observed("logistics", 0.3)]
+                + [_observed("logistics", 0.0) for _ in range(95)] + [_observed("emergency", 0.6) for _ in range(10)])
+    t_e, _, metrics = train.choose_thresholds(observed)
+    # Counted in, the rules' 4% spent the budget and the highest threshold (0.99) would have lost every
+    # emergency; as the heads' share, any threshold up to 0.6 keeps them all.
+    assert t_e <= 0.6
+    assert metrics["emergency_recall"] == 1.0
+
+
 def test_the_held_out_set_is_not_in_the_training_data():
     from services.orchestrator.core.text import normalize
     from services.orchestrator.understanding.bench import BOUNDARY_HELDOUT

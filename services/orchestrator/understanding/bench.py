@@ -32,6 +32,7 @@ from services.orchestrator.understanding.model import INTENTS, load_heads
 from services.orchestrator.understanding.train import BOUNDARY_SET, DATA, INTENT_SET, load_yaml_items
 
 BOUNDARY_HELDOUT = DATA / "boundary_heldout.yaml"
+BOUNDARY_CHECK = DATA / "boundary_check_2026-12-06g.yaml"
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -228,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     boundary, misses = boundary_report(routed, test_boundary)
     # Held-out text by an independent author, reported apart and without its misses (kept unseen).
     heldout, _ = boundary_report(routed, load_yaml_items(BOUNDARY_HELDOUT))
+    # A second independent author's check of played-down emergencies and alarming look-alikes (its
+    # misses were read once; see the file's header), also never trained on.
+    check, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK))
     result = {
         "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()},
@@ -235,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": {"version": load_heads().version, "thresholds": vars(load_heads().boundary_thresholds)},
         "boundary_test_half": boundary,
         "boundary_heldout_2026_12_06": {"source": BOUNDARY_HELDOUT.name, **heldout},
+        "boundary_check_2026_12_06g": {"source": BOUNDARY_CHECK.name, **check},
         "medquad": medquad_report(routed, args.medquad) if args.medquad.is_file() else {"missing": str(args.medquad)},
         "intents_test_half": intent_report(model_only, test_intents, routed),
         "route_cpu": cpu_report(routed.analyze, [i.get("text") or " ".join(p["text"] for p in i["parts"])
@@ -253,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"boundary held-out 2026-12-06 (independent author, never tuned on): emergency recall "
           f"{h['emergency_recall']['value']}, clinical recall {h['clinical_advice_recall']['value']} (to boundary "
           f"{h['clinical_advice_to_boundary']['value']}), logistics to boundary {h['logistics_to_boundary']['value']}")
+    g = result["boundary_check_2026_12_06g"]["targets"]
+    print(f"boundary check 2026-12-06g (independent author, never trained on): emergency recall "
+          f"{g['emergency_recall']['value']}, clinical recall {g['clinical_advice_recall']['value']} (to boundary "
+          f"{g['clinical_advice_to_boundary']['value']}), logistics to boundary {g['logistics_to_boundary']['value']}")
     if "clinical_to_boundary" in m:
         print(f"MedQuAD sample-1000: clinical qtypes to boundary {m['clinical_to_boundary']['value']}, "
               f"all qtypes {m['all_qtypes_to_boundary']['value']}")

@@ -57,13 +57,14 @@ DATA = Path(__file__).resolve().parent / "data"
 BOUNDARY_SET = DATA / "boundary_labelled.yaml"
 INTENT_SET = DATA / "intent_labelled.yaml"
 MEDQUAD_TRAIN = DATA / "medquad_train.jsonl"
-MODEL_VERSION = "understanding-2026-12-06.4"
+MODEL_VERSION = "understanding-2026-12-06.5"
 # What a logistics question of the boundary set is about, from its tag (adds intent examples).
 TAG_INTENT = {"booking": "availability", "cancel": "cancellation_rescheduling", "arrival": "arrival_preparation",
               "other": "other", "provider": "provider_information"}
 # Boundary items whose tags are topics, not intent labels: their authors were briefed on the boundary
 # only and tagged rescheduling questions 'booking' ("could my bloodwork be moved to an earlier slot").
-TOPIC_TAGS_ONLY = frozenset({"written-2026-12-06", "written-2026-12-06b", "written-2026-12-06c", "written-2026-12-06d"})
+TOPIC_TAGS_ONLY = frozenset({"written-2026-12-06", "written-2026-12-06b", "written-2026-12-06c", "written-2026-12-06d",
+                             "written-2026-12-06f"})
 # Out-of-fold share of the tune half's logistics questions the thresholds may send to the emergency
 # path / to any boundary (the issue's budget is 5% on the test half; this keeps a margin). The
 # emergency share was 1% until understanding-2026-12-04.2: on ~225 logistics questions that is two,
@@ -72,6 +73,7 @@ TOPIC_TAGS_ONLY = frozenset({"written-2026-12-06", "written-2026-12-06b", "writt
 # than a routine question told to call for help).
 EMERGENCY_LOGISTICS_BUDGET = 0.02
 LOGISTICS_BUDGET = 0.035
+RULES_ONLY = 1.01  # a threshold no probability reaches: the decision of the rules alone
 FOLDS = 5
 # Inverse L2 strength of the heads (scikit-learn's C), chosen on the out-of-fold tune metrics.
 BOUNDARY_C = 3.0
@@ -326,17 +328,23 @@ def question_metrics(observed: list[Observed], t_e: float, t_b: float) -> dict[s
 def choose_thresholds(observed: list[Observed], emergency_at_most: float = 1.0) -> tuple[float, float, dict]:
     """The lowest thresholds (most recall) whose out-of-fold logistics cost stays in budget:
     the emergency threshold may send at most EMERGENCY_LOGISTICS_BUDGET of the logistics questions to
-    the emergency path, then the boundary threshold at most LOGISTICS_BUDGET to any boundary. The
-    rules count in both (they are applied exactly as at run time)."""
+    the emergency path, then the boundary threshold at most LOGISTICS_BUDGET to any boundary, each
+    beyond the questions the rules alone send there (the rules are applied exactly as at run time;
+    their own cost is theirs, and bench-boundary reports the whole)."""
     grid = [round(x, 3) for x in np.arange(0.05, 0.991, 0.01)]
-    t_e = min((t for t in grid if question_metrics(observed, t, 0.999)["logistics_to_boundary"]
+    # The budgets are the heads' share, over what the rules alone send (a red flag in a look-alike:
+    # "the poisons info number on a form"). Counted in, once the rules alone spent the budget no
+    # threshold met it and the highest was taken: out-of-fold emergency recall 0.955 -> 0.906 (en)
+    # with boundary-labelled-2026-12-06.4, to send no fewer logistics questions than the rules did.
+    rules_only = question_metrics(observed, RULES_ONLY, RULES_ONLY)["logistics_to_boundary"]
+    t_e = min((t for t in grid if question_metrics(observed, t, 0.999)["logistics_to_boundary"] - rules_only
                <= EMERGENCY_LOGISTICS_BUDGET), default=grid[-1])
     # A language's own emergency threshold never exceeds the one chosen over both: on one language's
     # ~75 logistics questions the 1% budget allows none, which would trade emergency recall away.
     t_e = min(t_e, emergency_at_most)
     t_e = _raised_at_same_recall(grid, t_e, lambda t: question_metrics(observed, t, 0.999)["emergency_recall"])
     t_e = min(t_e, emergency_at_most)
-    t_b = min((t for t in grid if t >= 0.5 and question_metrics(observed, t_e, t)["logistics_to_boundary"]
+    t_b = min((t for t in grid if t >= 0.5 and question_metrics(observed, t_e, t)["logistics_to_boundary"] - rules_only
                <= LOGISTICS_BUDGET), default=grid[-1])
     t_b = _raised_at_same_recall(grid, t_b, lambda t: question_metrics(observed, t_e, t)["clinical_recall"])
     return t_e, t_b, question_metrics(observed, t_e, t_b)
