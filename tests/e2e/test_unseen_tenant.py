@@ -177,3 +177,26 @@ def test_at_a_named_clinic_its_own_rule_is_not_shown_beside_the_rule_it_override
     assert {claim.claim.text for claim in record.claims if claim.shown} == set(texts)
     assert any("free of charge" in claim.claim.text and not claim.shown for claim in record.claims), \
         "the mixed answer is kept in the evidence, unshown"
+
+
+SALTMARSH = "saltmarsh"
+
+
+@pytest.fixture(scope="module")
+def saltmarsh(stack):
+    return loaded(stack, HERE / SALTMARSH, HERE / "saltmarsh-slots.yaml")
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("I need the doctor to fill in my income protection claim form for my insurer. How much will that cost me?",
+     "$95"),
+    ("How much is a first physio appointment?", "$110"),
+])
+def test_a_clinic_sentence_about_something_else_is_no_override(saltmarsh, question, answer):
+    """Saltmarsh (tests/e2e/unseen/SALTMARSH.md): the island clinic's page, asked the question alone,
+    gave some sentence of its own ("Late cancellations and missed appointments cost $60" for an
+    insurance form's fee), and every patient was asked which clinic. An override is of the rule the
+    answer states: the clinic's claim must share a content word with the answer shown."""
+    part = policy_part(saltmarsh.ask(question, tenant=SALTMARSH))
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any(answer in claim.text for claim in part.claims), [claim.text for claim in part.claims]

@@ -11,11 +11,13 @@ import logging
 import re
 from typing import NamedTuple
 
+from citetrace import textnorm
 from citetrace.identity import pinned_link
 from citetrace.kit.errors import DomainError
 from citetrace.kit.metrics import PASSAGES_OFFERED
 
 from services.orchestrator.core import conflicts
+from services.orchestrator.core.clinics import GENERIC_WORDS
 from services.orchestrator.core.grounding import (
     Attempt,
     Grounded,
@@ -139,6 +141,22 @@ def question_for_generation(plan: PartPlan, route: Route, offered: tuple[Labelle
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
+
+
+# Words every policy sentence may use, which say nothing of what its rule is about.
+_UNSPECIFIC = GENERIC_WORDS | {"appointment", "appointments", "patient", "patients", "clinic", "clinics"}
+_UNSPECIFIC_STEMS = frozenset(textnorm.stem(w) for w in _UNSPECIFIC)
+
+
+def _shown_texts(best: Attempt) -> list[str]:
+    return [c.text for c in best.generated.claims if c.claim_id in best.shown]
+
+
+def _content_stems(text: str) -> frozenset[str]:
+    """The stems of a text's content words, digits and amounts aside (a number is a quantity, the
+    quantity check's business)."""
+    return frozenset(textnorm.stem(w) for w in textnorm.content_words(text)
+                     if w.isalpha() and len(w) > 2 and w not in _UNSPECIFIC) - _UNSPECIFIC_STEMS
 
 
 def citation_for(label: str, hit: Hit) -> Citation:
@@ -344,9 +362,9 @@ class PolicyPart:
         overridden = self._overridden_quantity(plan, ctx, best, aside)
         if overridden is not None:
             return overridden.explanation
-        return self._clinic_answers(plan, ctx, aside)
+        return self._clinic_answers(plan, ctx, aside, _shown_texts(best))
 
-    def _clinic_answers(self, plan: PartPlan, ctx: PartContext, aside: ClinicRules) -> str:
+    def _clinic_answers(self, plan: PartPlan, ctx: PartContext, aside: ClinicRules, answer: list[str]) -> str:
         """The question asked of the clinics' own passages alone, through the same generate-and-
         validate loop as the answer: a shown claim means some clinic has its own rule on exactly
         this, which the tenant-wide answer does not tell its patients (a quantity check cannot see
@@ -375,7 +393,13 @@ class PolicyPart:
         # ... needs a coordinator review") is no override of the general one; read from the claim and
         # its passages' title and headings, not from a reason elsewhere in the passage ("... longer
         # physiotherapy and nurse sessions that are hard to fill").
-        claim = next((c for c in best.generated.claims if self._about_what_was_asked(ctx, best, c)), None)
+        # An override is of the rule the answer states: the clinic's claim shares a content word with
+        # the answer shown ("cash" in "we take cash" / "Oakfield is cashless: card only"). A clinic
+        # passage the generator could only draw some sentence from ("Late cancellations cost $60" for
+        # the fee of an insurance form) answers another question.
+        subject = _content_stems(" ".join(answer))
+        claim = next((c for c in best.generated.claims if self._about_what_was_asked(ctx, best, c)
+                      and _content_stems(c.text) & subject), None)
         if claim is None:
             return ""
         versions = {by_label[label].identity.version_id for label in claim.evidence_labels if label in by_label}
