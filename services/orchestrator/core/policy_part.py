@@ -144,7 +144,7 @@ def _words(text: str) -> list[str]:
 
 
 # Words every policy sentence may use, which say nothing of what its rule is about.
-_UNSPECIFIC = GENERIC_WORDS | {"appointment", "appointments", "patient", "patients", "clinic", "clinics"}
+_UNSPECIFIC = GENERIC_WORDS | {"appointment", "appointments", "patient", "patients"}
 _UNSPECIFIC_STEMS = frozenset(textnorm.stem(w) for w in _UNSPECIFIC)
 
 
