@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from citetrace import gloss
 
 from services.orchestrator.understanding import features
 from services.orchestrator.understanding.encoder import Encoded
@@ -103,8 +104,8 @@ def test_a_bokmal_word_shares_the_word_feature_of_its_english_gloss():
     def word_bucket(word):
         return int(features.zlib.crc32(("w" + word).encode("utf-8")) % features.NGRAM_DIM)
 
-    assert features.gloss_word("avbestille")
-    english = features.gloss_word("avbestille")[0]
+    assert gloss.gloss_word("avbestille")
+    english = gloss.gloss_word("avbestille")[0]
     assert word_bucket(english) in features.ngram_buckets("kan jeg avbestille timen")
     assert word_bucket(english) not in features.ngram_buckets("kan jeg avbestille timen", gloss=False)
     # an English clause gains nothing: its words are no glossary entries
@@ -112,11 +113,11 @@ def test_a_bokmal_word_shares_the_word_feature_of_its_english_gloss():
 
 
 def test_a_compound_the_glossary_lacks_is_read_as_two_parts_it_has():
-    table = features.glossary()[1]
+    table = gloss.glossary()[1]
     head, tail = "blodtrykk", "medisin"
     assert head in table and tail in table and "blodtrykksmedisinen" not in table
-    assert features.gloss_word("blodtrykksmedisin") == table[head] + table[tail]
-    assert features.gloss_word("xqzvwk") == ()
+    assert gloss.gloss_word("blodtrykksmedisin") == table[head] + table[tail]
+    assert gloss.gloss_word("xqzvwk") == ()
 
 
 def _must_not_encode(text):
@@ -125,22 +126,22 @@ def _must_not_encode(text):
 
 def test_the_gloss_replaces_glossary_words_and_maps_every_offset_into_it():
     text = "Kan hodepinen min være farlig? Hvor er parkeringen"
-    gloss, mapping = features.gloss_text(text)
-    assert len(mapping) == len(text) + 1 and mapping[-1] == len(gloss)
+    glossed, mapping = gloss.gloss_text(text)
+    assert len(mapping) == len(text) + 1 and mapping[-1] == len(glossed)
     assert list(mapping) == sorted(mapping)
     second = text.index("Hvor")
-    first_gloss, second_gloss = gloss[mapping[0]:mapping[second]], gloss[mapping[second]:]
+    first_gloss, second_gloss = glossed[mapping[0]:mapping[second]], glossed[mapping[second]:]
     assert "headache" in first_gloss and "parking" not in first_gloss
     assert "parking" in second_gloss and "headache" not in second_gloss
     # an English text is its own gloss, and reading it costs no second encoder run
-    assert features.gloss_text("Can I park there?") == ("Can I park there?", tuple(range(18)))
+    assert gloss.gloss_text("Can I park there?") == ("Can I park there?", tuple(range(18)))
     hidden = np.zeros((3, 384), dtype=np.float32)
     encoded = Encoded("Can", hidden, ((0, 0), (0, 3), (0, 0)), (True, False, True))
     assert features.with_gloss(encoded, _must_not_encode).gloss[0] is encoded
 
 
 def test_the_feature_spec_names_the_glossary_it_was_computed_with():
-    digest, _ = features.glossary()
+    digest, _ = gloss.glossary()
     assert digest in features.FEATURE_SPEC
     assert features.FEATURE_SPEC != features.MEAN_MAX_NGRAM_SPEC
     # the gloss view adds the gloss's mean and max pooled vectors to the older spec's width
@@ -148,13 +149,13 @@ def test_the_feature_spec_names_the_glossary_it_was_computed_with():
 
 
 def test_a_bokmal_word_that_is_also_english_is_glossed_only_in_a_bokmal_question():
-    only = features.bokmal_only_glossary()
-    assert only["min"] and only["i"] and "min" not in features.glossary()[1]
-    assert features.gloss_word("min") == ()  # the word features never gloss it
-    bokmal, _ = features.gloss_text("Kan hodepinen min være farlig?")
+    only = gloss.bokmal_only_glossary()
+    assert only["min"] and only["i"] and "min" not in gloss.glossary()[1]
+    assert gloss.gloss_word("min") == ()  # the word features never gloss it
+    bokmal, _ = gloss.gloss_text("Kan hodepinen min være farlig?")
     assert " my " in f" {bokmal} "
     english = "Is it fine to wait 5 min in the car?"
-    assert features.gloss_text(english)[0] == english
+    assert gloss.gloss_text(english)[0] == english
     # the caller's language reading decides, when it has one (the analyzer passes its own)
-    assert features.gloss_text("5 min", "nb")[0] == "5 my"
-    assert features.gloss_text("Kan hodepinen min være farlig?", "en")[0].split()[2] == "min"
+    assert gloss.gloss_text("5 min", "nb")[0] == "5 my"
+    assert gloss.gloss_text("Kan hodepinen min være farlig?", "en")[0].split()[2] == "min"

@@ -17,9 +17,9 @@ Three views of the clause, concatenated:
     English MiniLM reads "kan hodepinen min være en hjernesvulst" as sub-word noise and "can headache
     my be a one brain tumor" as a question about a tumour;
   - ``gloss`` (in the n-gram view's buckets): each bokmål word of the clause also adds the English words
-    the versioned glossary (data/nb_en_gloss.tsv) gives for it, as word features of their own; a
-    compound the glossary lacks is split into two parts it has ("blodtrykksmedisin" -> blood pressure
-    + medicine). Word features are shared across languages, so what the heads learn from the English
+    the versioned glossary (citetrace.gloss: libs/citetrace/data/nb_en_gloss.tsv) gives for it, as word
+    features of their own; a compound the glossary lacks is split into two parts it has
+    ("blodtrykksmedisin" -> blood pressure + medicine). Word features are shared across languages, so what the heads learn from the English
     questions (many) about "pain", "dose" or "safe" also reads the bokmål ones (few) that say
     "vondt", "dose" or "trygt".
 
@@ -29,59 +29,24 @@ never used with another."""
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import re
 import zlib
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
-from citetrace import language
+from citetrace.gloss import gloss_text, gloss_word, glossary
 
 from services.orchestrator.core.text import fold
 from services.orchestrator.understanding.encoder import Encoded
 
 NGRAM_DIM = 1 << 13
 CHAR_NGRAMS = (3, 4, 5)
-GLOSS_FILE = Path(__file__).resolve().parent / "data" / "nb_en_gloss.tsv"
 #: The spec of understanding-2026-12-02.2 .. -12-06.1 (no glossary); still computed for such a file.
 MEAN_MAX_NGRAM_SPEC = f"minilm-mean+max+ngram-c345-w12-{NGRAM_DIM}"
 #: The spec of understanding-2026-12-02.1 (no max-pooled view); still computed for such a file.
 MEAN_NGRAM_SPEC = f"minilm-mean+ngram-c345-w12-{NGRAM_DIM}"
 MINILM_DIM = 384
 _WORD = re.compile(r"\w+", re.UNICODE)
-# A compound is split only into parts this long, and a linking s or e may join them ("blodtrykksmedisin").
-_MIN_PART = 3
-_LINKS = ("", "s", "e")
-
-
-def glossary() -> tuple[str, dict[str, tuple[str, ...]]]:
-    """(digest, bokmål word -> English words) from GLOSS_FILE: word TAB English words (the words
-    marked 'nb' are in bokmal_only_glossary, not here)."""
-    digest, table, _ = _read_glossary()
-    return digest, table
-
-
-def bokmal_only_glossary() -> dict[str, tuple[str, ...]]:
-    """Words that are English words too ("i", "at", "min"): glossed only in a bokmål question's gloss."""
-    return _read_glossary()[2]
-
-
-@functools.lru_cache(maxsize=1)
-def _read_glossary() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
-    raw = GLOSS_FILE.read_bytes()
-    table: dict[str, tuple[str, ...]] = {}
-    bokmal_only: dict[str, tuple[str, ...]] = {}
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        word = fields[0]
-        if len(fields) not in (2, 3) or not word or " " in word or not fields[1].split() or fields[2:] not in ([], ["nb"]):
-            raise ValueError(f"{GLOSS_FILE.name} line {number}: expected 'word<TAB>english words[<TAB>nb]'")
-        (bokmal_only if fields[2:] else table)[fold(word).lower()] = tuple(fields[1].split())
-    return hashlib.sha256(raw).hexdigest()[:12], table, bokmal_only
 
 
 def _gloss_spec() -> str:
@@ -91,55 +56,6 @@ def _gloss_spec() -> str:
 FEATURE_SPEC = _gloss_spec()
 WIDTHS = {FEATURE_SPEC: 4 * MINILM_DIM + NGRAM_DIM, MEAN_MAX_NGRAM_SPEC: 2 * MINILM_DIM + NGRAM_DIM,
           MEAN_NGRAM_SPEC: MINILM_DIM + NGRAM_DIM}
-
-
-@functools.lru_cache(maxsize=65536)
-def gloss_word(word: str) -> tuple[str, ...]:
-    """The English words for one folded word: the glossary's entry, else the two parts of a compound
-    the glossary has (the longest first part), else none."""
-    table = glossary()[1]
-    if word in table:
-        return table[word]
-    for cut in range(len(word) - _MIN_PART, _MIN_PART - 1, -1):
-        head = word[:cut]
-        if head not in table:
-            continue
-        for link in _LINKS:
-            rest = word[cut:]
-            if rest.startswith(link) and len(rest) - len(link) >= _MIN_PART and rest[len(link):] in table:
-                return table[head] + table[rest[len(link):]]
-    return ()
-
-
-def gloss_text(text: str, language_code: str | None = None) -> tuple[str, tuple[int, ...]]:
-    """The text with each word the glossary has replaced by its English words (also the bokmål-only
-    ones when the text is bokmål: `language_code`, the identifier's reading of it, computed here when
-    the caller has none), and for every character offset of the text (and its end) the offset in the
-    gloss: a clause's span maps to the same words in the gloss (a replaced word's characters spread
-    over its replacement)."""
-    code = language.identify(text).code if language_code is None else language_code
-    bokmal_only = bokmal_only_glossary() if code == "nb" else {}
-    out: list[str] = []
-    mapping = [0] * (len(text) + 1)
-    length = last = 0
-    for match in _WORD.finditer(text):
-        for k in range(last, match.start()):
-            mapping[k] = length + k - last
-        length += match.start() - last
-        out.append(text[last:match.start()])
-        folded = fold(match.group()).lower()
-        english = bokmal_only.get(folded) or gloss_word(folded)
-        word = " ".join(english) if english else match.group()
-        width = match.end() - match.start()
-        for k in range(match.start(), match.end()):
-            mapping[k] = length + (k - match.start()) * len(word) // width
-        length += len(word)
-        out.append(word)
-        last = match.end()
-    for k in range(last, len(text) + 1):
-        mapping[k] = length + k - last
-    out.append(text[last:])
-    return "".join(out), tuple(mapping)
 
 
 def with_gloss(encoded: Encoded, encode: Callable[[str], Encoded], language_code: str | None = None) -> Encoded:
