@@ -71,10 +71,10 @@ def examples(backend, gate, questions: list[dict]) -> list[dict]:
         request = GenerationRequest(q["question"], "OTHER", offered(q))
         candidates = [item for item in backend.candidates(request) if not item[1].only_in_list]  # never leads
         rows = []
-        amount = relevance.asked_amount(q["question"])
+        amount = backend.amount_asked(request)
         if candidates:
             best = max(c.score for _, c in candidates)
-            terms = gate.terms(backend.meaning_question(request), relevance.key_terms(q["question"], "OTHER"))
+            terms = gate.terms(backend.meaning_question(request), backend.lead_key_terms(request))
             for rank, (_, c) in enumerate(candidates[:TOP]):
                 rows.append({"x": gate.features(c, rank, best, terms),
                              "label": q["passages"][int(c.labels[0][1:]) - 1]["label"],

@@ -78,13 +78,38 @@ def gloss_word(word: str) -> tuple[str, ...]:
     return ()
 
 
-def gloss_text(text: str, language_code: str | None = None) -> tuple[str, tuple[int, ...]]:
+# Inflected forms a document writes and the glossary (written for questions) may lack, tried in order
+# for a word it has no entry for: passive "-es" (avbestilles), imperative (bestill, møt), plural and
+# definite endings (timer, timene, legen, gebyret).
+_ENDINGS = (("es", "e"), ("", "e"), ("ene", "e"), ("ene", ""), ("er", "e"), ("er", ""), ("en", "e"), ("en", ""),
+            ("et", "e"), ("et", ""), ("a", "e"), ("e", ""), ("s", ""))
+
+
+@functools.lru_cache(maxsize=65536)
+def gloss_inflected(word: str) -> tuple[str, ...]:
+    """gloss_word, or else the gloss of the first form the word's ending points to (see _ENDINGS),
+    also among the bokmål-only words (this is for text already identified as bokmål)."""
+    found = gloss_word(word)
+    if found:
+        return found
+    bokmal_only = bokmal_only_glossary()
+    for ending, replacement in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= _MIN_PART:
+            base = word[: len(word) - len(ending)] + replacement
+            if base != word and (found := bokmal_only.get(base) or gloss_word(base)):
+                return found
+    return ()
+
+
+def gloss_text(text: str, language_code: str | None = None, inflected: bool = False) -> tuple[str, tuple[int, ...]]:
     """The text with each word the glossary has replaced by its English words (also the bokmål-only
     ones when the text is bokmål: `language_code`, the identifier's reading of it, computed here when
     the caller has none), and for every character offset of the text (and its end) the offset in the
     gloss: a clause's span maps to the same words in the gloss (a replaced word's characters spread
-    over its replacement)."""
+    over its replacement). `inflected`: also the forms gloss_inflected finds (the understanding heads'
+    features are computed without them)."""
     code = language.identify(text).code if language_code is None else language_code
+    lookup = gloss_inflected if inflected else gloss_word
     bokmal_only = bokmal_only_glossary() if code == "nb" else {}
     out: list[str] = []
     mapping = [0] * (len(text) + 1)
@@ -95,7 +120,7 @@ def gloss_text(text: str, language_code: str | None = None) -> tuple[str, tuple[
         length += match.start() - last
         out.append(text[last:match.start()])
         folded = _fold(match.group())
-        english = bokmal_only.get(folded) or gloss_word(folded)
+        english = bokmal_only.get(folded) or lookup(folded)
         word = " ".join(english) if english else match.group()
         width = match.end() - match.start()
         for k in range(match.start(), match.end()):
@@ -111,4 +136,4 @@ def gloss_text(text: str, language_code: str | None = None) -> tuple[str, tuple[
 
 def english_reading(text: str, language_code: str) -> str:
     """The text as an English reader matches it: its gloss when it is bokmål, else itself."""
-    return gloss_text(text, "nb")[0] if language_code == "nb" and text else text
+    return gloss_text(text, "nb", inflected=True)[0] if language_code == "nb" and text else text

@@ -67,7 +67,10 @@ _QUALIFIER_OPENING = re.compile(
     re.IGNORECASE,
 )
 _PRONOUN_OPENING = re.compile(r"^(she|he|they|it|his|her|their|its)\b", re.IGNORECASE)
-_ABBREVIATION_END = re.compile(r"(?:^|[\s(])(?:e\.g|i\.e|dr|mr|mrs|ms|prof|a\.m|p\.m|approx|no|st|vs|etc)\.$", re.IGNORECASE)
+# A full stop after one of these ends no sentence; bokmål's too ("etter kl. 22", "ca. 20 minutter",
+# "f.eks. pass", "tlf. 22 ...").
+_ABBREVIATION_END = re.compile(r"(?:^|[\s(])(?:e\.g|i\.e|dr|mr|mrs|ms|prof|a\.m|p\.m|approx|no|st|vs|etc"
+                               r"|kl|ca|tlf|evt|nr|f\.eks|bl\.a|dvs|osv|mht|jf|ev)\.$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _URL = re.compile(r"(https?://|www\.)\S+|\b[\w.-]+\.(com|org|net|no|nz|io)(/\S*)?\b", re.IGNORECASE)

@@ -13,7 +13,10 @@ the rejected passage) are left out of the next attempt.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+
+from citetrace import gloss, language
 
 from services.generation import claimtext, relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
@@ -83,6 +86,7 @@ class _Candidate:
     direct: float = 0.0  # score from the question's own words
     coverage: float = 0.0  # share of the question's key terms the unit (with its title/heading) covers
     reading: str = ""  # the unit under its section heading, as the similarity reads it
+    matched: str = ""  # the unit as matching reads it: its English gloss in a bokmål passage, else itself
     sem: float = 0.0  # similarity of the question to the reading (0 without a UnitSimilarity)
     relevance: float = 0.0  # sem + LEXICAL_WEIGHT * score / the best score (the semantic ranking)
     key_terms: bool = True  # the question has key terms (without any, coverage is 1.0 and says nothing)
@@ -94,6 +98,30 @@ class _Candidate:
     list_id: tuple[int, int] | None = None
     list_asked: bool = False
     only_in_list: bool = False  # touches nothing asked: a candidate only as an item of its whole list
+
+
+@functools.lru_cache(maxsize=4096)
+def question_reading(question: str) -> str:
+    """The question as matching reads it: its English gloss when it is bokmål (citetrace.gloss), else
+    itself."""
+    return gloss.english_reading(question, language.identify(question).code)
+
+
+def passage_reader(text: str):
+    """str -> str: how the pieces of a passage (its units, headings, title) are matched: through the
+    English gloss when the passage is bokmål, else as written."""
+    if language.identify(text).code != "nb":
+        return _as_written
+    return _bokmal_reading
+
+
+def _as_written(text: str) -> str:
+    return text
+
+
+@functools.lru_cache(maxsize=65536)
+def _bokmal_reading(text: str) -> str:
+    return gloss.english_reading(text, "nb")
 
 
 def _subject(passage) -> str:
@@ -142,15 +170,18 @@ class ExtractiveBackend:
         return out
 
     def _by_meaning(self, request: GenerationRequest) -> bool:
-        return self.similarity is not None and reads_english(request.question)
+        return self.similarity is not None and reads_english(question_reading(request.question))
 
     def candidates(self, request: GenerationRequest) -> list[tuple[str, _Candidate]]:
         """Every answerable unit that touches the question, best first, with its stable claim ID."""
         # A sentence of the question addressed to an assistant ("Ignore previous instructions ...")
         # is not what the question asks about.
-        question = relevance.terms(relevance.question_sentences(request.question)) - _QUESTION_NOISE - _CUE_STEMS
-        key_terms = relevance.key_terms(request.question, request.intent, request.place_names)
-        asked_terms = relevance.asked_key_terms(request.question, request.intent, request.place_names)
+        # A bokmål question and bokmål passages are matched through their English gloss (the claims
+        # keep the passages' own words): the stems, key terms and the similarity are English ones.
+        asked = question_reading(request.question)
+        question = relevance.terms(relevance.question_sentences(asked)) - _QUESTION_NOISE - _CUE_STEMS
+        key_terms = relevance.key_terms(asked, request.intent, request.place_names)
+        asked_terms = relevance.asked_key_terms(asked, request.intent, request.place_names)
         cues = _INTENT_CUES.get(request.intent, frozenset()) - question
         merged: dict[str, _Candidate] = {}
         unit_sets: list[tuple[_Candidate, frozenset[str], frozenset[str], frozenset[str], frozenset[str],
@@ -158,16 +189,17 @@ class ExtractiveBackend:
         for rank, passage in enumerate(request.passages):
             # The passage around a unit (its heading, title and other sentences) is context:
             # "Which languages does Dr. Lindqvist speak?" -> "She speaks ..." in Dr. Lindqvist's passage.
-            around = relevance.terms(f"{passage.title} {passage.heading_context} {passage.text}")
-            heading = claimtext.content_set(passage.heading_context)
-            labelled = claimtext.content_set(f"{passage.title} {passage.heading_context}")
+            read = passage_reader(passage.text)
+            around = relevance.terms(read(f"{passage.title} {passage.heading_context} {passage.text}"))
+            heading = claimtext.content_set(read(passage.heading_context))
+            labelled = claimtext.content_set(read(f"{passage.title} {passage.heading_context}"))
             # A heading that asks the question ("Do you accept walk-ins?") makes its text the answer.
             asks = passage.heading_context.rstrip().endswith("?") and bool(question) and \
                 len(question & heading) * 2 >= len(question)
             # So does, when no unit shares a word with the question, a section heading that names
             # everything it asks about ("Do you take walk-ins?" -> section "Walk-ins"): the section's
             # sentences answer in words of their own ("We do not see patients without a booking").
-            section = claimtext.content_set(passage.heading_context.split(" > ")[-1])
+            section = claimtext.content_set(read(passage.heading_context.split(" > ")[-1]))
             names_topic = bool(key_terms) and all(relevance.covers(t, section) for t in key_terms)
             subject = _subject(passage)
             names_place = relevance.names_a_place(f"{passage.title} {passage.heading_context} {passage.text}",
@@ -190,18 +222,19 @@ class ExtractiveBackend:
                         merged[key].labels.append(passage.label)
                     continue
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position,
-                                       reading=unit_reading(passage.heading_context, passage.title, unit.text),
-                                       own_place=names_place)
-                covered = relevance.terms(unit.text) | labelled
+                                       reading=unit_reading(read(passage.heading_context), read(passage.title),
+                                                            read(unit.text)),
+                                       matched=read(unit.text), own_place=names_place)
+                covered = relevance.terms(candidate.matched) | labelled
                 candidate.coverage = relevance.coverage(key_terms, covered)
                 candidate.key_terms = bool(key_terms) or bool(asked_terms)
                 if asked_terms is not None:  # or what the asking clauses alone ask (relevance.asked_clauses)
                     candidate.coverage = max(candidate.coverage, relevance.coverage(asked_terms, covered))
                 merged[key] = candidate
-                stems = relevance.terms(raw_unit.cells or unit.text)
+                stems = relevance.terms(read(raw_unit.cells) if raw_unit.cells else candidate.matched)
                 # A table row's header words count, but less than its own cells: the header is the
                 # same for every row.
-                shared = (claimtext.content_set(unit.text) - stems) if raw_unit.cells else frozenset()
+                shared = (claimtext.content_set(candidate.matched) - stems) if raw_unit.cells else frozenset()
                 candidate.table = rank if raw_unit.kind == "table_row" else -1
                 if raw_unit.kind == "list":
                     candidate.list_id = (rank, lists)
@@ -271,7 +304,8 @@ class ExtractiveBackend:
     @staticmethod
     def meaning_question(request: GenerationRequest) -> str:
         """The question as meaning reads it: its asking clauses, without the names of whom or where."""
-        question = relevance.asked_clauses(request.question) or relevance.question_sentences(request.question)
+        asked = question_reading(request.question)
+        question = relevance.asked_clauses(asked) or relevance.question_sentences(asked)
         # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
         # left in, a clinic's name makes every unit naming that clinic look like an answer.
         return relevance.without_entity_names(question, request.place_names)
@@ -283,7 +317,7 @@ class ExtractiveBackend:
         # What the asking clauses ask, when a statement stands beside them ("I was told to arrive
         # 15 minutes before. Is there a creche?"): the statement is context, not the question.
         question = self.meaning_question(request)
-        readable = [c for c in units if reads_english(c.text)]
+        readable = [c for c in units if reads_english(c.matched)]
         for candidate in readable:
             candidate.readable = True
         for candidate, sem in zip(readable, self.similarity.similarities(question, [c.reading for c in readable]),
@@ -330,7 +364,7 @@ class ExtractiveBackend:
 
         # A question that asks for an amount is led by the first unit that may lead and states one,
         # when there is such a unit: the units ahead of it only talk about the amount.
-        amount = relevance.asked_amount(request.question)
+        amount = self.amount_asked(request)
         amount_lead = next((rank for rank, (claim_id, candidate) in enumerate(candidates)
                             if relevance.states_amount(candidate.text, amount) and may_lead(rank, claim_id, candidate)),
                            None) if amount else None
@@ -397,11 +431,21 @@ class ExtractiveBackend:
         def vetoed(rank: int) -> bool:
             nonlocal terms
             if terms is None:  # one encoder run for the question, only when a lead is considered
-                terms = gate.terms(self.meaning_question(request),
-                                   relevance.key_terms(request.question, request.intent, request.place_names))
+                terms = gate.terms(self.meaning_question(request), self.lead_key_terms(request))
             return gate.probability(candidates[rank][1], rank, best, terms) < gate.threshold
 
         return vetoed
+
+    @staticmethod
+    def amount_asked(request: GenerationRequest) -> str:
+        """The kind of amount the question asks for ("duration", "price" or ""), as written or, for a
+        bokmål question, as its gloss reads ("hvor lenge" is typed as written, "hva koster" too)."""
+        return relevance.asked_amount(request.question) or relevance.asked_amount(question_reading(request.question))
+
+    @staticmethod
+    def lead_key_terms(request: GenerationRequest) -> frozenset[str]:
+        """The key terms the learned veto reads (of the question as matching reads it)."""
+        return relevance.key_terms(question_reading(request.question), request.intent, request.place_names)
 
     def _prompt_version(self, meaning: bool) -> str:
         """extractive-v2-semantic when this answer was ranked by meaning (a similarity, and a

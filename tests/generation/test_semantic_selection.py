@@ -229,3 +229,32 @@ def test_a_place_name_written_whole_is_no_topic_even_in_its_generic_words(backen
     shown = [c.text for c in told.claims]
     assert shown and "10 minutes" in shown[0], shown
     assert not any("second floor" in text for text in shown), shown
+
+
+BOKMAL_TITLE = "Lyngstad legesenter (synthetic)"
+BOKMAL = tuple(OfferedPassage(label, f"p-{label}", text, source_class, f"{BOKMAL_TITLE} > {section}", BOKMAL_TITLE)
+               for label, section, text, source_class in (
+    ("S1", "Kan jeg flytte timen i stedet?",
+     "Ja. Så lenge det er mer enn 24 timer igjen, kan du flytte timen selv på Helsenorge.", "cancellation_policy"),
+    ("S2", "Når du kommer", "Møt opp 10 minutter før timen, slik at resepsjonen rekker å registrere deg.",
+     "scheduling_policy"),
+    ("S3", "Hva koster det hvis jeg ikke møter?",
+     "Ikke-møtt-gebyret er 350 kr for en legetime og 300 kr for en fysioterapitime.", "cancellation_policy"),
+    ("S4", "Fastende blodprøve", "Ikke spis eller drikk noe annet enn vann etter kl. 22 kvelden før.",
+     "preparation_instructions"),
+))
+
+
+@pytest.mark.parametrize("question,intent,answer", [
+    # "glemmer timen" (forget the appointment) shares no stem with "ikke-møtt-gebyret": read through
+    # the English gloss, the question and the fee sentence meet (words alone, nothing led).
+    ("hva koster det hvis jeg glemmer timen hos legen?", "CANCELLATION_RESCHEDULING", "350 kr"),
+    ("hvor tidlig skal jeg møte opp til legetimen?", "ARRIVAL_PREPARATION", "10 minutter"),
+    # "kl." ends no sentence: the rule is shown whole, not "22 kvelden før."
+    ("fra når må jeg slutte å spise før blodprøven?", "ARRIVAL_PREPARATION", "Ikke spis eller drikk"),
+])
+def test_a_bokmal_question_and_passages_are_matched_through_the_english_gloss(backend, question, intent, answer):
+    generated = backend.generate(GenerationRequest(question, intent, BOKMAL))
+    assert generated.claims and answer in generated.claims[0].text, [c.text for c in generated.claims]
+    # the claims keep the passages' own words
+    assert all(any(c.text in p.text for p in BOKMAL) for c in generated.claims)

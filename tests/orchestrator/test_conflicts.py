@@ -116,6 +116,20 @@ def test_beforehand_states_a_rule_quantity(text, intent, expected):
     assert rule_quantities(text, intent) == expected
 
 
+@pytest.mark.parametrize("text,intent,expected", [
+    ("Timer på Holmvik må avbestilles senest 48 timer før.", "cancellation_rescheduling",
+     {"notice period": frozenset({"2880min"})}),
+    ("Du må avbestille senest 24 timer før timen.", "cancellation_rescheduling",
+     {"notice period": frozenset({"1440min"})}),
+    ("Møt opp 20 minutter før timen.", ARRIVAL, {"lead time": frozenset({"20min"})}),
+    ("Ikke-møtt-gebyret er 450 kr for en legetime.", "cancellation_rescheduling", {"fee": frozenset({"450"})}),
+])
+def test_bokmal_rule_quantities(text, intent, expected):
+    """A bokmål clinic page states its own notice, lead time and fee in bokmål ("48 timer før"):
+    unread, its override of the tenant-wide rule was invisible (the lyngstad probe)."""
+    assert rule_quantities(text, intent) == expected
+
+
 def test_a_conflict_only_on_the_quantity_the_question_asks_for():
     # Two MRI documents of the same authority disagree on the lead time: a conflict for "when
     # should I arrive", none for a question about jewellery (it asks for no lead time).

@@ -33,18 +33,18 @@ AUTHORITIES = {
     "arrival_preparation": frozenset({"scheduling_policy", "preparation_instructions"}),
     "cancellation_rescheduling": frozenset({"cancellation_policy", "scheduling_policy"}),
 }
-# The unit may carry a possessive ("48 hours' notice", "a day's notice").
-_DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?)['’]?"
+# The unit may carry a possessive ("48 hours' notice", "a day's notice"); bokmål units too ("48 timer").
+_DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?|minutter|minutt|timer|time|dager|dag|døgn)['’]?"
 RULES = {
     "arrival_preparation": (
-        re.compile(r"\b(arriv\w*|check[- ]?in|come in|be here|be there)\b"),
-        {"lead time": re.compile(rf"\b{_DURATION} (?:before|beforehand|early|prior|ahead|in advance)\b")},
+        re.compile(r"\b(arriv\w*|check[- ]?in|come in|be here|be there|møt\w*|oppmøte)\b"),
+        {"lead time": re.compile(rf"\b{_DURATION} (?:before|beforehand|early|prior|ahead|in advance|før|i forveien)\b")},
     ),
     "cancellation_rescheduling": (
-        re.compile(r"\b(cancel\w*|reschedul\w*|notice)\b"),
+        re.compile(r"\b(cancel\w*|reschedul\w*|notice|avbestill\w*|avlys\w*|flytt\w*|beskjed|varsel|gebyr\w*|ikke-møtt\w*)\b"),
         {
-            "notice period": re.compile(rf"\b{_DURATION} (?:before|beforehand|in advance|notice|prior|ahead)\b"
-                                        rf"|\bnotice of {_DURATION}"),
+            "notice period": re.compile(rf"\b{_DURATION} (?:before|beforehand|in advance|notice|prior|ahead|før|i forveien|"
+                                        rf"på forhånd|varsel)\b|\bnotice of {_DURATION}"),
             "fee": re.compile(r"(?:\$|usd |nok |nzd |kr\.? ?)(\d+(?:\.\d\d)?)|\b(\d+(?:\.\d\d)?) ?(?:usd|nok|nzd|kr|dollars)\b"),
         },
     ),
@@ -57,7 +57,7 @@ QUESTION_ASKS = {
                                 r"deadline|latest|senest|frist|når)\b"),
     "fee": re.compile(r"\b(fee|fees|cost|costs|charge\w*|pay|price|penalty|gebyr|koster|betale)\b"),
 }
-_UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440}
+_UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440, "ti": 60, "dø": 1440}
 _WORDS = {"fifteen": "15", "thirty": "30", "forty-five": "45", "sixty": "60", "ten": "10", "twenty": "20",
           "twenty-four": "24", "forty-eight": "48", "seventy-two": "72", "five": "5", "one": "1", "two": "2"}
 

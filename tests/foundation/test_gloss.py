@@ -1,0 +1,26 @@
+"""citetrace.gloss: the bokmål -> English gloss two readers share (the understanding heads' features
+and the extractive generator's matching)."""
+
+from __future__ import annotations
+
+from citetrace import gloss
+
+
+def test_inflected_forms_a_document_writes_find_the_glossary_entry():
+    # passive, imperative and definite/plural forms of words the glossary has in another form
+    assert gloss.gloss_inflected("avbestilles") == gloss.gloss_word("avbestille") != ()
+    assert gloss.gloss_inflected("møt") == gloss.gloss_word("møte") != ()
+    assert gloss.gloss_inflected("gebyret") == gloss.gloss_word("gebyr") != ()
+    assert gloss.gloss_inflected("xqzvwkes") == ()
+
+
+def test_the_inflected_reading_is_the_generators_and_not_the_understanding_heads():
+    text = "Timer på Holmvik må avbestilles senest 48 timer før."
+    plain, _ = gloss.gloss_text(text, "nb")
+    assert "avbestilles" in plain  # the heads' features were trained on this gloss: unchanged
+    assert "avbestilles" not in gloss.english_reading(text, "nb")
+
+
+def test_english_text_is_read_as_written():
+    english = "Please cancel at least 24 hours before your appointment."
+    assert gloss.english_reading(english, "en") == english
