@@ -87,12 +87,17 @@ _ENDINGS = (("es", "e"), ("", "e"), ("ene", "e"), ("ene", ""), ("er", "e"), ("er
 
 @functools.lru_cache(maxsize=65536)
 def gloss_inflected(word: str) -> tuple[str, ...]:
-    """gloss_word, or else the gloss of the first form the word's ending points to (see _ENDINGS),
-    also among the bokmål-only words (this is for text already identified as bokmål)."""
+    """gloss_word, or else the gloss of the word with æ, ø, å for ae, oe, aa, or of the first form its
+    ending points to (see _ENDINGS), also among the bokmål-only words (this is for text already
+    identified as bokmål)."""
     found = gloss_word(word)
     if found:
         return found
     bokmal_only = bokmal_only_glossary()
+    # æ, ø and å typed as ae, oe and aa on a keyboard without them ("maa", "foer", "vaere")
+    spelled = word.replace("aa", "å").replace("oe", "ø").replace("ae", "æ")
+    if spelled != word and (found := bokmal_only.get(spelled) or gloss_inflected(spelled)):
+        return found
     for ending, replacement in _ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= _MIN_PART:
             base = word[: len(word) - len(ending)] + replacement

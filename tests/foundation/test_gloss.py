@@ -24,3 +24,8 @@ def test_the_inflected_reading_is_the_generators_and_not_the_understanding_heads
 def test_english_text_is_read_as_written():
     english = "Please cancel at least 24 hours before your appointment."
     assert gloss.english_reading(english, "en") == english
+
+
+def test_ae_oe_aa_typed_for_the_letters_read_as_them():
+    assert gloss.gloss_inflected("foer") == gloss.gloss_word("før") != ()
+    assert gloss.gloss_inflected("vaere") == gloss.gloss_word("være") != ()
