@@ -24,4 +24,4 @@ class NoAnswerer:
 
 def test_zero_asks_no_clinic_passage():
     part = PolicyPart(retrieval=None, answerer=NoAnswerer(), lexicon=None, settings=PolicySettings(clinic_rules_asked=0))
-    assert part._clinic_answers(plan=None, ctx=None, aside=ClinicRules(hits=(object(),))) == ""
+    assert part._clinic_answers(plan=None, ctx=None, aside=ClinicRules(hits=(object(),)), answer=["x"]) == ""
