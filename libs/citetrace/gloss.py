@@ -22,6 +22,7 @@ from pathlib import Path
 from citetrace import language
 
 GLOSS_FILE = Path(__file__).resolve().parent / "data" / "nb_en_gloss.tsv"
+PHRASE_FILE = Path(__file__).resolve().parent / "data" / "nb_en_phrases.tsv"
 _WORD = re.compile(r"\w+", re.UNICODE)
 # A compound is split only into parts this long, and a linking s or e may join them ("blodtrykksmedisin").
 _MIN_PART = 3
@@ -139,6 +140,33 @@ def gloss_text(text: str, language_code: str | None = None, inflected: bool = Fa
     return "".join(out), tuple(mapping)
 
 
+@functools.lru_cache(maxsize=1)
+def _phrases() -> re.Pattern[str] | None:
+    """The multi-word expressions (PHRASE_FILE), longest first, as one pattern over folded text."""
+    table: dict[str, str] = {}
+    for number, line in enumerate(PHRASE_FILE.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            raise ValueError(f"{PHRASE_FILE.name} line {number}: expected 'bokmål phrase<TAB>english'")
+        table[_fold(fields[0].strip())] = fields[1].strip()
+    if not table:
+        return None
+    _PHRASE_ENGLISH.update(table)
+    alternatives = "|".join(re.escape(p) for p in sorted(table, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+_PHRASE_ENGLISH: dict[str, str] = {}
+
+
 def english_reading(text: str, language_code: str) -> str:
-    """The text as an English reader matches it: its gloss when it is bokmål, else itself."""
-    return gloss_text(text, "nb", inflected=True)[0] if language_code == "nb" and text else text
+    """The text as an English reader matches it: its gloss when it is bokmål (its multi-word
+    expressions first: "hvor lenge" is "how long", not "where long"), else itself."""
+    if language_code != "nb" or not text:
+        return text
+    pattern = _phrases()
+    if pattern is not None:
+        text = pattern.sub(lambda m: _PHRASE_ENGLISH[_fold(m.group())], text)
+    return gloss_text(text, "nb", inflected=True)[0]

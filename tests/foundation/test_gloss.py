@@ -29,3 +29,12 @@ def test_english_text_is_read_as_written():
 def test_ae_oe_aa_typed_for_the_letters_read_as_them():
     assert gloss.gloss_inflected("foer") == gloss.gloss_word("før") != ()
     assert gloss.gloss_inflected("vaere") == gloss.gloss_word("være") != ()
+
+
+def test_multi_word_expressions_are_read_before_the_words():
+    # "hvor" is "where", but before an adverb "how"; "møt opp" is one verb, "arrive"
+    reading = gloss.english_reading("hvor lenge før timen må jeg møte opp?", "nb")
+    assert reading.startswith("how long ") and "arrive" in reading and "where" not in reading
+    assert gloss.english_reading("Møt opp 20 minutter før timen.", "nb").startswith("arrive 20 minutes")
+    # the understanding heads' gloss has no phrases
+    assert gloss.gloss_text("hvor lenge", "nb")[0].startswith("where")

@@ -260,3 +260,27 @@ def test_a_bokmal_question_and_passages_are_matched_through_the_english_gloss(ba
     assert generated.claims and answer in generated.claims[0].text, [c.text for c in generated.claims]
     # the claims keep the passages' own words
     assert all(any(c.text in p.text for p in BOKMAL) for c in generated.claims)
+
+
+HOLMVIK = tuple(OfferedPassage(label, f"p-{label}", text, "scheduling_policy", f"Holmvik > {section}", "Holmvik")
+                for label, section, text in (
+    ("S1", "Oppmøte", "Møt opp 20 minutter før timen. Resepsjonen i helsehuset er felles for alle tjenestene."),
+    ("S2", "Avbestilling og ikke-møtt-gebyr", "Timer på Holmvik må avbestilles senest 48 timer før, slik at vi "
+                                              "rekker å gi timen til noen på ventelisten. Ikke-møtt-gebyret for en "
+                                              "legetime er 450 kr."),
+    ("S3", "Betaling", "Vi har ikke betalingsterminal på Holmvik, så du kan ikke betale med kort her. Alle får "
+                       "faktura i posten, og her slipper du fakturagebyret."),
+))
+
+
+@pytest.mark.parametrize("question,intent,answer", [
+    # "hvor lenge" is "how long", not "where long"; "møt opp" is "arrive": the notice period, which
+    # also says "48 timer før", is no answer to when to be there
+    ("skal til legen paa holmvik paa mandag, hvor lenge foer timen maa jeg vaere der?", "ARRIVAL_PREPARATION",
+     "20 minutter"),
+    ("glemte helt timen min i holmvik helsehus i går, flaut. hva blir gebyret?", "CANCELLATION_RESCHEDULING",
+     "450 kr"),
+])
+def test_bokmal_set_phrases_are_read_as_their_english(backend, question, intent, answer):
+    generated = backend.generate(GenerationRequest(question, intent, HOLMVIK, place_names=("Holmvik helsehus",)))
+    assert generated.claims and answer in generated.claims[0].text, [c.text for c in generated.claims]
