@@ -41,6 +41,11 @@ RULES = load_rules()
     "Naboen segnet om i trappa",
     "Han snakker helt sludder og armen hans vil ikke",
     "blodet fosser fra kneet",
+    "leppene hovner opp etter rekesalaten",
+    "her lips and tongue are swelling up after the bee sting",
+    # reduced fetal movements, in other words than "haven't felt the baby move"
+    "I'm 34 weeks and baby hasn't moved since yesterday evening",
+    "babyen har ikke rørt seg siden i går kveld",
     "vi får ikke blødningen til å stoppe",
     "Leppene hennes hovner opp etter rekesalaten",
     "Toåringen har slukt et knappcellebatteri",
@@ -172,6 +177,9 @@ def test_clinical_patterns(text):
     "Can I have an MRI with my husband in the room?",
     "Can I get a scan if I have a referral from my GP?",
     "Kan jeg ta MR med mannen min til stede?",
+    # a knee that swells after exercise is no anaphylaxis (the face, lips or throat would be)
+    "fysioterapeuten ga meg øvelser for kneet men det hovner opp etter hver gang",
+    "my ankle keeps swelling up after physio, can I move the next session?",
     # notice given to someone, a child's fee, a missed visit because of vomiting last week
     "how much notice do i need to give my physio?",
     "How much does it cost to give my son a flu jab?",
