@@ -161,6 +161,13 @@ def _phrases() -> re.Pattern[str] | None:
 _PHRASE_ENGLISH: dict[str, str] = {}
 
 
+@functools.lru_cache(maxsize=1)
+def reading_version() -> str:
+    """The version of english_reading's resources: the glossary's and the phrase list's digests."""
+    phrases = hashlib.sha256(PHRASE_FILE.read_bytes()).hexdigest()[:12]
+    return f"nb-en-gloss-{glossary()[0]}+phrases-{phrases}+inflected-1"
+
+
 def english_reading(text: str, language_code: str) -> str:
     """The text as an English reader matches it: its gloss when it is bokmål (its multi-word
     expressions first: "hvor lenge" is "how long", not "where long"), else itself."""

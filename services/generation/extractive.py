@@ -164,7 +164,9 @@ class ExtractiveBackend:
     def settings(self) -> dict[str, str]:
         out = {"max_claims": str(self.max_claims), "max_list_claims": str(self.max_list_claims),
                "selection_ratio": str(self.selection_ratio),
-               "relevance_threshold": str(self.relevance_threshold)}
+               "relevance_threshold": str(self.relevance_threshold),
+               # how bokmål is read (the glossary and the phrases, by digest): it moves the ranking
+               "bokmal_reading": gloss.reading_version()}
         if self.similarity is not None:
             out.update({"similarity_model": self.similarity.version, "lexical_weight": str(LEXICAL_WEIGHT),
                         "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),

@@ -38,3 +38,12 @@ def test_multi_word_expressions_are_read_before_the_words():
     assert gloss.english_reading("Møt opp 20 minutter før timen.", "nb").startswith("arrive 20 minutes")
     # the understanding heads' gloss has no phrases
     assert gloss.gloss_text("hvor lenge", "nb")[0].startswith("where")
+
+
+def test_the_reading_names_the_glossary_and_phrases_it_read_with():
+    version = gloss.reading_version()
+    assert gloss.glossary()[0] in version and "phrases-" in version
+    # and every extractive answer names it (the generator's settings go into the trace)
+    from services.generation.extractive import ExtractiveBackend
+
+    assert ExtractiveBackend().settings()["bokmal_reading"] == version
