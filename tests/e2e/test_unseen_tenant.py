@@ -200,3 +200,23 @@ def test_a_clinic_sentence_about_something_else_is_no_override(saltmarsh, questi
     part = policy_part(saltmarsh.ask(question, tenant=SALTMARSH))
     assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
     assert any(answer in claim.text for claim in part.claims), [claim.text for claim in part.claims]
+
+
+LYNGSTAD = "lyngstad"
+
+
+@pytest.fixture(scope="module")
+def lyngstad(stack):
+    return loaded(stack, HERE / LYNGSTAD, HERE / "lyngstad-slots.yaml")
+
+
+def test_a_change_at_a_clinic_leads_with_its_own_rule_even_below_the_generators_budget(lyngstad):
+    """Lyngstad (tests/e2e/unseen/LYNGSTAD.md): cancelling at Holmvik ("ute på øya"), whose own page asks
+    48 hours. The search ranked that passage seventh of eight, and the location-terms pass read only the
+    six the generator's budget kept: the part led with Holmvik's arrival time and the tenant-wide 24
+    hours. A location's own rules among every offered passage are its rules."""
+    response = lyngstad.ask("må avbestille timen min ute på øya på torsdag, hvor mange timer før må jeg gi beskjed?",
+                            tenant=LYNGSTAD)
+    (part,) = [p for p in response.parts if p.kind == r.PART_KIND_CANCELLATION_RESCHEDULING]
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert "48 timer" in part.claims[0].text, [claim.text for claim in part.claims]

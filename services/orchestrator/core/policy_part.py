@@ -261,9 +261,10 @@ class PolicyPart:
         through the same generate-and-validate loop, and their claims lead the part; the
         generator's few claims of the whole offering may have left the location's rule out."""
         best = grounded.best
-        given = best.given if best is not None else offered
+        # Every offered passage, not only the prefix the generator's context budget kept: a location's
+        # own rule ranked below tenant-wide ones (Holmvik's "48 timer" seventh of eight) is still its rule.
         cited = {c.passage_id for cid in (best.shown if best else ()) for c in best.by_claim[cid].citations}
-        candidates = [lp for lp in given if lp.passage.identity.passage_id not in cited]
+        candidates = [lp for lp in offered if lp.passage.identity.passage_id not in cited]
         if not candidates:
             return grounded
         local_ids = self._scoped_to_the_location(ctx, tuple(candidates), "location terms")
