@@ -222,3 +222,15 @@ def test_a_reason_in_the_rule_sentence_does_not_say_whom_the_rule_is_for():
     for_one = cand("S2", "branch", "Physiotherapy sessions need 48 hours' notice to cancel, so that we can offer "
                    "them to someone else.", scope=("branch",))
     assert detect([everywhere, for_one], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is None
+
+
+@pytest.mark.parametrize("question", ["hvor sent kan jeg avbestille legetimen uten aa maatte betale gebyr?",
+                                      "hvor mange timer i forveien må jeg avbestille?"])
+def test_a_bokmal_question_asks_for_the_notice_period(question):
+    """ "hvor sent kan jeg avbestille" asks the notice period as "how late can I cancel" does: unread,
+    Holmvik's 48 hours against the tenant-wide 24 was no override for it (the lyngstad probe), and its
+    patients were told the 24."""
+    everywhere = cand("S1", "lyn-avbestilling", "Du må avbestille senest 24 timer før timen.", scope=())
+    holmvik = cand("S2", "lyn-holmvik", "Timer på Holmvik må avbestilles senest 48 timer før.", scope=("lyn-holmvik",))
+    found = detect([everywhere, holmvik], "cancellation_rescheduling", VOCAB, question=question, overrides=True)
+    assert found is not None and "notice period" in found.explanation

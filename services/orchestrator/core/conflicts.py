@@ -52,9 +52,11 @@ RULES = {
 # What a question must say to ask for a rule quantity (English and nb-NO).
 QUESTION_ASKS = {
     "lead time": re.compile(r"\b(arriv\w*|early|earlier|when|what time|how (long|far|many minutes)|ahead|before|"
-                            r"check[- ]?in|come in|get there|be there|oppmøte|møte opp|tidlig|når)\b"),
+                            r"check[- ]?in|come in|get there|be there|oppmøte|møte opp|møt opp|tidlig|når|hvor lenge|"
+                            r"være der|før)\b"),
     "notice period": re.compile(r"\b(notice|when|how (late|long|far|many hours|many days)|ahead|before|in advance|"
-                                r"deadline|latest|senest|frist|når)\b"),
+                                r"deadline|latest|senest|frist|når|hvor (sent|lenge|mange timer|mange dager)|"
+                                r"i forveien|på forhånd|før)\b"),
     "fee": re.compile(r"\b(fee|fees|cost|costs|charge\w*|pay|price|penalty|gebyr|koster|betale)\b"),
 }
 _UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440, "ti": 60, "dø": 1440}
