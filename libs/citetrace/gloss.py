@@ -141,31 +141,26 @@ def gloss_text(text: str, language_code: str | None = None, inflected: bool = Fa
 
 
 @functools.lru_cache(maxsize=1)
-def _phrases() -> re.Pattern[str] | None:
-    """The multi-word expressions (PHRASE_FILE), longest first, as one pattern over folded text."""
+def _phrases() -> tuple[str, re.Pattern[str] | None, dict[str, str]]:
+    """(digest, one pattern over the multi-word expressions longest first, folded phrase -> English)
+    from PHRASE_FILE."""
+    raw = PHRASE_FILE.read_bytes()
     table: dict[str, str] = {}
-    for number, line in enumerate(PHRASE_FILE.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
         if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
             raise ValueError(f"{PHRASE_FILE.name} line {number}: expected 'bokmål phrase<TAB>english'")
         table[_fold(fields[0].strip())] = fields[1].strip()
-    if not table:
-        return None
-    _PHRASE_ENGLISH.update(table)
     alternatives = "|".join(re.escape(p) for p in sorted(table, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+    pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE) if table else None
+    return hashlib.sha256(raw).hexdigest()[:12], pattern, table
 
 
-_PHRASE_ENGLISH: dict[str, str] = {}
-
-
-@functools.lru_cache(maxsize=1)
 def reading_version() -> str:
     """The version of english_reading's resources: the glossary's and the phrase list's digests."""
-    phrases = hashlib.sha256(PHRASE_FILE.read_bytes()).hexdigest()[:12]
-    return f"nb-en-gloss-{glossary()[0]}+phrases-{phrases}+inflected-1"
+    return f"nb-en-gloss-{glossary()[0]}+phrases-{_phrases()[0]}+inflected-1"
 
 
 def english_reading(text: str, language_code: str) -> str:
@@ -173,7 +168,7 @@ def english_reading(text: str, language_code: str) -> str:
     expressions first: "hvor lenge" is "how long", not "where long"), else itself."""
     if language_code != "nb" or not text:
         return text
-    pattern = _phrases()
+    _, pattern, english = _phrases()
     if pattern is not None:
-        text = pattern.sub(lambda m: _PHRASE_ENGLISH[_fold(m.group())], text)
+        text = pattern.sub(lambda m: english[_fold(m.group())], text)
     return gloss_text(text, "nb", inflected=True)[0]

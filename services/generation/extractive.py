@@ -123,7 +123,8 @@ def _as_written(text: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=65536)
+# Units, headings and whole passages (the "around" context) of the passages offered lately: a few MB.
+@functools.lru_cache(maxsize=8192)
 def _bokmal_reading(text: str) -> str:
     return gloss.english_reading(text, "nb")
 
