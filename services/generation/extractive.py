@@ -154,6 +154,9 @@ class ExtractiveBackend:
         self.lead_gate = lead_gate if similarity is not None else None
 
     def warm_up(self) -> None:
+        # The bokmål reading's glossary and phrases are read (and checked) at start, not on the first
+        # request that needs them.
+        gloss.reading_version()
         if self.similarity is not None:
             self.similarity.warm_up()
         if self.lead_gate is not None:

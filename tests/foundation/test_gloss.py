@@ -3,6 +3,7 @@ and the extractive generator's matching)."""
 
 from __future__ import annotations
 
+import pytest
 from citetrace import gloss
 
 
@@ -47,3 +48,16 @@ def test_the_reading_names_the_glossary_and_phrases_it_read_with():
     from services.generation.extractive import ExtractiveBackend
 
     assert ExtractiveBackend().settings()["bokmal_reading"] == version
+
+
+def test_a_malformed_phrase_line_is_refused_with_its_line_number(tmp_path, monkeypatch):
+    bad = tmp_path / "nb_en_phrases.tsv"
+    bad.write_text("# comment\nhvor lenge how long\n", encoding="utf-8")  # no TAB
+    monkeypatch.setattr(gloss, "PHRASE_FILE", bad)
+    gloss._phrases.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="nb_en_phrases.tsv line 2"):
+            gloss.reading_version()
+    finally:
+        monkeypatch.undo()
+        gloss._phrases.cache_clear()

@@ -144,8 +144,7 @@ def _words(text: str) -> list[str]:
 
 
 # Words every policy sentence may use, which say nothing of what its rule is about.
-_UNSPECIFIC = GENERIC_WORDS | {"appointment", "appointments", "patient", "patients"}
-_UNSPECIFIC_STEMS = frozenset(textnorm.stem(w) for w in _UNSPECIFIC)
+_UNSPECIFIC_STEMS = frozenset(textnorm.stem(w) for w in GENERIC_WORDS | {"appointment", "patient"})
 
 
 def _shown_texts(best: Attempt) -> list[str]:
@@ -156,7 +155,7 @@ def _content_stems(text: str) -> frozenset[str]:
     """The stems of a text's content words, digits and amounts aside (a number is a quantity, the
     quantity check's business)."""
     return frozenset(textnorm.stem(w) for w in textnorm.content_words(text)
-                     if w.isalpha() and len(w) > 2 and w not in _UNSPECIFIC) - _UNSPECIFIC_STEMS
+                     if w.isalpha() and len(w) > 2) - _UNSPECIFIC_STEMS
 
 
 def citation_for(label: str, hit: Hit) -> Citation:
