@@ -133,3 +133,41 @@ def test_configuring_the_same_transport_again_keeps_the_open_channels():
     clients.configure_transport(dc.replace(PLAINTEXT, ca_file=Path("/nonexistent-ca.pem")))
     assert clients.channel("127.0.0.1:1") is not kept
     clients.configure_transport(PLAINTEXT)
+
+
+def test_a_server_on_a_port_that_was_a_dead_target_is_called_through_a_fresh_channel():
+    """The kit's channel cache is per target and process-wide: a port an earlier channel failed on
+    (a dead target, or a stopped server whose port the kernel hands out again) leaves that channel
+    in reconnect backoff, where calls fail at once with UNAVAILABLE. `serving` forgets the cached
+    channel to the port it bound, so the next channel connects afresh (it failed CI once: a slot part
+    answered SOURCE_UNAVAILABLE from a stub scheduler that was up)."""
+    import socket
+    from concurrent import futures
+
+    import grpc
+    from citetrace.kit import clients
+    from citetrace.kit.tls import PLAINTEXT
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    clients.configure_transport(PLAINTEXT)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    target = f"127.0.0.1:{port}"
+    stale = clients.channel(target)
+    with pytest.raises(grpc.RpcError) as refused:
+        health_pb2_grpc.HealthStub(stale).Check(health_pb2.HealthCheckRequest(), timeout=0.5)
+    assert refused.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+    assert server.add_insecure_port(target) == port
+    server.start()
+    try:
+        clients.forget_channel(target)
+        fresh = clients.channel(target)
+        assert fresh is not stale
+        reply = health_pb2_grpc.HealthStub(fresh).Check(health_pb2.HealthCheckRequest(), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        server.stop(0)
+        clients.forget_channel(target)

@@ -92,12 +92,25 @@ def channel(target: str) -> grpc.Channel:
             # dns:///name:port), health-checked, keepalive (citetrace.kit.balancing,
             # CITETRACE_GRPC_*); the short reconnect backoff of RECONNECT_OPTIONS.
             raw = open_channel(target, transport(), options=[*client_options(grpc_settings()),
-                                                             ("grpc.enable_retries", 0), *RECONNECT_OPTIONS])
+                                                             ("grpc.enable_retries", 0), *RECONNECT_OPTIONS,
+                                                             # A channel's connections are its own (not
+                                                             # shared with a forgotten channel's backoff).
+                                                             ("grpc.use_local_subchannel_pool", 1)])
             # The OTel client interceptor is a grpcext interceptor, not a grpc.*ClientInterceptor:
             # grpc.intercept_channel rejects it, grpcext.intercept_channel wraps it.
             _raw_channels[target] = raw
             _channels[target] = grpcext.intercept_channel(raw, otel_client_interceptor())
         return _channels[target]
+
+
+def forget_channel(target: str) -> None:
+    """Drops the cached channel to `target` without closing it (its holders keep it): the next
+    `channel(target)` connects afresh. A process that starts a server on a port it had a channel to
+    (tests: an ephemeral port reused after an earlier server, or a port that was a dead target) must
+    not inherit that channel's reconnect backoff, in which calls fail at once with UNAVAILABLE."""
+    with _lock:
+        _raw_channels.pop(target, None)
+        _channels.pop(target, None)
 
 
 def close_channels() -> None:

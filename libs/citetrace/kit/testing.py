@@ -62,6 +62,8 @@ def serving(spec: ServiceSpec, auth: AuthSettings, *, warm: bool = True, grace: 
         plaintext_unless_configured()
     runner = ServiceRunner(spec, ServerSettings(port=0, metrics_port=-1, grace_seconds=grace), auth)
     runner.start()
+    # An earlier test may have left a channel to this (reused) port in reconnect backoff.
+    clients.forget_channel(runner.address)
     try:
         if warm:
             runner.warm_up()
