@@ -301,15 +301,16 @@ class ScopedRetrieval(Retrieval):
     """The tenant-wide rescheduling term (ranked first) and Harbor's own review rule (scoped to
     acme-harbor in the store of record)."""
 
-    def __init__(self):
-        super().__init__(GENERAL_TEXT)
+    def __init__(self, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT):
+        super().__init__(general_text)
+        self.local_text = local_text
         self.version_lookups = []
 
     def search(self, query, timeout):
         self.queries.append(query)
         hits = []
-        for n, (doc, text) in enumerate((("acme-cancellation-policy", GENERAL_TEXT),
-                                         ("acme-imaging-changes", REVIEW_TEXT)), start=1):
+        for n, (doc, text) in enumerate((("acme-cancellation-policy", self.text),
+                                         ("acme-imaging-changes", self.local_text)), start=1):
             ident = m.PassageIdentity(f"pass-{n}", "acme-health", doc, f"ver-{n}", 0, len(text), "d" * 64,
                                       "Rescheduling", "cancellation_policy")
             hits.append(m.Hit(m.Passage(ident, text, "Rescheduling", doc), f"S{n}", fused_rank=n))
@@ -353,8 +354,9 @@ class CitingValidator:
                                   source_policy_version="sp-1")
 
 
-def _scoped_core(appointments, tmp_path=None):
-    ports = Downstream(Scheduler(appointments), ScopedRetrieval(), FirstPassageGeneration(), CitingValidator())
+def _scoped_core(appointments, tmp_path=None, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT):
+    ports = Downstream(Scheduler(appointments), ScopedRetrieval(local_text, general_text), FirstPassageGeneration(),
+                       CitingValidator())
     sink = Sink()
     settings = Settings(port=0, metrics_port=-1, **({"data_dir": tmp_path} if tmp_path else {}))
     return build_core(settings, ports, sink), ports, sink
@@ -381,6 +383,31 @@ def test_a_change_at_a_location_with_its_own_rule_cites_that_rule_before_the_ten
     (record,) = sink.records
     attempts = [(cr.claim.claim_id, cr.attempt, cr.shown) for cr in record.parts[2].claims]
     assert attempts == [("c1", 1, True), ("loc-c1", 2, True)]
+
+
+def test_a_tenant_wide_rule_the_locations_own_rule_overrides_is_not_shown_beside_it():
+    """Harbor asks 48 hours where the tenant-wide term says 24: shown together they contradict, and at
+    Harbor its own rule holds. The tenant-wide claim stays in the record with its verdict, unshown."""
+    harbor_text = "Appointments at Harbor must be rescheduled at least 48 hours in advance."
+    mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
+                       "mri")
+    core, _, sink = _scoped_core([mri], local_text=harbor_text)
+    response = core.ask(AskRequest(PATIENT, "Can I move my MRI to tomorrow?", AS_OF)).response
+    assert [cl.text for cl in response.parts[2].claims] == [harbor_text]
+    (record,) = sink.records
+    attempts = [(cr.claim.claim_id, cr.attempt, cr.shown) for cr in record.parts[2].claims]
+    assert attempts == [("c1", 1, False), ("loc-c1", 2, True)]
+
+
+def test_a_tenant_wide_rule_of_another_kind_stays_beside_the_locations_own():
+    """A local claim about the notice period does not override a general claim stating only a fee."""
+    harbor_text = "Appointments at Harbor must be rescheduled at least 48 hours in advance."
+    general = "A late change costs a $25 fee."
+    mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
+                       "mri")
+    core, _, _ = _scoped_core([mri], local_text=harbor_text, general_text=general)
+    response = core.ask(AskRequest(PATIENT, "Can I move my MRI to tomorrow?", AS_OF)).response
+    assert [cl.text for cl in response.parts[2].claims] == [harbor_text, general]
 
 
 def test_a_change_where_no_offered_passage_is_the_locations_own_asks_nothing_more():

@@ -205,3 +205,16 @@ def prefer_local(local: Grounded, general: Grounded) -> Grounded:
                             passed=gb.validated.passed and lb.validated.passed),
         given, {**by_claim, **gb.by_claim}, shown | gb.shown)
     return merged
+
+
+def without_overridden(grounded: Grounded, claim_ids: frozenset[str]) -> Grounded:
+    """The answer with `claim_ids` no longer shown; they stay in claim_attempts with their verdicts
+    (the evidence says what was withheld), and in the generated claims."""
+    best = grounded.best
+    if best is None or not claim_ids & best.shown:
+        return grounded
+    return dataclasses.replace(
+        grounded, best=dataclasses.replace(best, shown=best.shown - claim_ids),
+        claim_attempts=[dataclasses.replace(a, shown=False)
+                        if a.attempt == best.number and a.claim.claim_id in claim_ids else a
+                        for a in grounded.claim_attempts])

@@ -19,12 +19,14 @@ from citetrace.kit.metrics import PASSAGES_OFFERED
 from services.orchestrator.core import conflicts
 from services.orchestrator.core.clinics import GENERIC_WORDS
 from services.orchestrator.core.grounding import (
+    LOCAL_PREFIX,
     Attempt,
     Grounded,
     GroundedAnswerer,
     failure_reasons,
     only_local,
     prefer_local,
+    without_overridden,
 )
 from services.orchestrator.core.model import (
     AnsweredClaim,
@@ -151,6 +153,38 @@ def _shown_texts(best: Attempt) -> list[str]:
     return [c.text for c in best.generated.claims if c.claim_id in best.shown]
 
 
+def overridden_claims(grounded: Grounded, intent) -> frozenset[str]:
+    """The shown general claims a location's own shown claim overrides: both state the asked rule's
+    quantity of one kind (conflicts.rule_quantities: a notice period, a fee, a lead time) with no
+    value in common ("24 timer" tenant-wide, "48 timer" at Holmvik). At that location its own rule
+    holds (DESIGN.md §3: a location-scoped rule overrides a tenant-wide one); shown together they
+    contradict. Each claim is read with its cited passages' title and headings."""
+    best = grounded.best
+    if best is None:
+        return frozenset()
+    passages = {lp.passage.identity.passage_id: lp.passage for lp in best.given}
+
+    def stated(claim) -> dict[str, frozenset[str]]:
+        cited = [passages[c.passage_id] for c in best.by_claim[claim.claim_id].citations if c.passage_id in passages]
+        context = " ".join(f"{p.title} > {p.heading_context}" for p in cited)
+        return conflicts.rule_quantities(claim.text, intent, context)
+
+    shown = [c for c in best.generated.claims if c.claim_id in best.shown and c.factual
+             and c.claim_id in best.by_claim]
+    local = [stated(c) for c in shown if c.claim_id.startswith(LOCAL_PREFIX)]
+    if not local:
+        return frozenset()
+    out = set()
+    for claim in shown:
+        if claim.claim_id.startswith(LOCAL_PREFIX):
+            continue
+        general = stated(claim)
+        if any(kind in own and values and own[kind] and not values & own[kind]
+               for own in local for kind, values in general.items()):
+            out.add(claim.claim_id)
+    return frozenset(out)
+
+
 def _content_stems(text: str) -> frozenset[str]:
     """The stems of a text's content words, digits and amounts aside (a number is a quantity, the
     quantity check's business)."""
@@ -273,7 +307,8 @@ class PolicyPart:
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
-        return prefer_local(own, grounded)
+        merged = prefer_local(own, grounded)
+        return without_overridden(merged, overridden_claims(merged, plan.intent))
 
     def _scoped_to_the_location(self, ctx: PartContext, passages: tuple[LabelledPassage, ...], why: str) -> set[str]:
         """The passages (IDs) of approved versions scoped to the route's location, by the store of
