@@ -98,6 +98,7 @@ def build_core(settings: Settings, downstream: Downstream, trace_sink: TraceSink
     policy = PolicyPart(downstream.retrieval, answerer, lexicon,
                         PolicySettings(search_k=settings.search_k, conflict_top_n=settings.conflict_top_n,
                                        clinic_rules_asked=settings.clinic_rules_asked,
+                                       clinic_rules_search_k=settings.clinic_rules_search_k,
                                        relevance_gate=settings.relevance_gate,
                                        relevance_offer=settings.relevance_offer))
     vocabulary = Vocabulary(lexicon.appointment_types, lexicon.specialties)

@@ -47,6 +47,9 @@ class Settings(ServerSettings):
     # No clinic named: the tenant-wide answer is also asked of this many clinics' own passages
     # (0: never; the quantity check alone then finds a clinic's override).
     clinic_rules_asked: int = 3
+    # No clinic named and several possible: passages retrieved to find a clinic's own rule (set aside,
+    # never offered; search_k tenant-wide ones are offered).
+    clinic_rules_search_k: int = 16
     # The relevance decision on retrieval's hits (when retrieval reports a relevance model):
     # abstain = a policy part none of whose hits answers the question abstains | off.
     # relevance_offer: relevant = only the hits judged relevant are offered | all.
@@ -86,6 +89,7 @@ class Settings(ServerSettings):
         require(self.trace_reserve_seconds >= 0, "trace_reserve_seconds must be >= 0")
         require(self.conflict_top_n >= 2, "conflict_top_n must be >= 2")
         require(self.clinic_rules_asked >= 0, "clinic_rules_asked must be >= 0")
+        require(self.clinic_rules_search_k >= 1, "clinic_rules_search_k must be >= 1")
         require(self.relevance_gate in ("abstain", "off"), "relevance_gate must be abstain or off")
         require(self.relevance_offer in ("relevant", "all"), "relevance_offer must be relevant or all")
         require(1 <= self.slot_horizon_days <= 60, "slot_horizon_days must be in 1..60")

@@ -394,6 +394,8 @@ def test_a_tenant_wide_rule_the_locations_own_rule_overrides_is_not_shown_beside
     core, _, sink = _scoped_core([mri], local_text=harbor_text)
     response = core.ask(AskRequest(PATIENT, "Can I move my MRI to tomorrow?", AS_OF)).response
     assert [cl.text for cl in response.parts[2].claims] == [harbor_text]
+    assert response.parts[2].outcome == c_pb.PART_OUTCOME_ANSWERED  # superseded, not withheld
+    assert not response.parts[2].withheld
     (record,) = sink.records
     attempts = [(cr.claim.claim_id, cr.attempt, cr.shown) for cr in record.parts[2].claims]
     assert attempts == [("c1", 1, False), ("loc-c1", 2, True)]
@@ -464,3 +466,43 @@ def test_book_the_ten_oclock_in_reply_to_a_slot_answer_books_among_that_answers_
     assert request.kind == m.ChangeKind.BOOK and request.slots == (("free-10", 4),)
     assert reply.parts[-1].next_action == c_pb.NEXT_ACTION_CONFIRM_CHANGE
     assert any("the slots offered by trace" in e for e in reply.route.explanations)
+
+
+class DeepRetrieval(Retrieval):
+    """Nine tenant-wide passages, the first the 24-hour term; Harbor's own 48-hour rule ranked tenth
+    (a clinic's page shares fewer of the question's words than the tenant-wide policy)."""
+
+    HARBOR = "Appointments at Harbor must be cancelled at least 48 hours in advance."
+
+    def __init__(self):
+        super().__init__(GENERAL_TEXT)
+
+    def search(self, query, timeout):
+        self.queries.append(query)
+        texts = [GENERAL_TEXT, *(f"Reception note {n}: our phone line opens at 8." for n in range(2, 10)), self.HARBOR]
+        hits = []
+        for n, text in enumerate(texts[: query.k], start=1):
+            ident = m.PassageIdentity(f"pass-{n}", "acme-health", f"doc-{n}", f"ver-{n}", 0, len(text), "d" * 64,
+                                      "Cancelling", "cancellation_policy")
+            hits.append(m.Hit(m.Passage(ident, text, "Cancelling", f"doc-{n}"), f"S{n}", fused_rank=n))
+        return m.SearchResult(tuple(hits), m.RetrievalSettings(backend="embedded"))
+
+    def versions_of(self, passage_ids, timeout):
+        return [m.VersionInfo(f"ver-{p.split('-')[1]}", m.VersionStatus.APPROVED,
+                              ("acme-harbor",) if p == "pass-10" else ()) for p in passage_ids]
+
+
+def test_a_clinics_own_rule_ranked_below_the_offered_passages_still_makes_the_answer_depend_on_the_clinic():
+    """No clinic named, three possible: the search goes clinic_rules_search_k deep so Harbor's 48 hours
+    (rank 10, below search_k = 8) is compared with the tenant-wide 24 hours shown: which clinic?"""
+    ports = Downstream(Scheduler([]), DeepRetrieval(), Generation(GENERAL_TEXT), Validator())
+    core = build_core(Settings(port=0, metrics_port=-1), ports, Sink())
+    response = core.ask(AskRequest(PATIENT, "How late can I cancel my appointment without a fee?", AS_OF)).response
+    (part,) = response.parts
+    assert [q.k for q in ports.retrieval.queries] == [16]
+    assert part.outcome == c_pb.PART_OUTCOME_NEEDS_CLARIFICATION
+    assert "Harbor Imaging Center" in part.clarification_question
+    shallow = Downstream(Scheduler([]), DeepRetrieval(), Generation(GENERAL_TEXT), Validator())
+    core = build_core(Settings(port=0, metrics_port=-1, clinic_rules_search_k=8), shallow, Sink())
+    response = core.ask(AskRequest(PATIENT, "How late can I cancel my appointment without a fee?", AS_OF)).response
+    assert response.parts[0].outcome == c_pb.PART_OUTCOME_ANSWERED  # rank 10 unseen at depth 8

@@ -208,13 +208,16 @@ def prefer_local(local: Grounded, general: Grounded) -> Grounded:
 
 
 def without_overridden(grounded: Grounded, claim_ids: frozenset[str]) -> Grounded:
-    """The answer with `claim_ids` no longer shown; they stay in claim_attempts with their verdicts
-    (the evidence says what was withheld), and in the generated claims."""
+    """The answer without `claim_ids` (superseded, not withheld: the part is not partly answered for
+    them, as in only_local); they stay in claim_attempts with their verdicts, unshown, so the evidence
+    keeps what was set aside."""
     best = grounded.best
     if best is None or not claim_ids & best.shown:
         return grounded
+    kept = tuple(c for c in best.generated.claims if c.claim_id not in claim_ids)
     return dataclasses.replace(
-        grounded, best=dataclasses.replace(best, shown=best.shown - claim_ids),
+        grounded, best=dataclasses.replace(best, shown=best.shown - claim_ids,
+                                           generated=dataclasses.replace(best.generated, claims=kept)),
         claim_attempts=[dataclasses.replace(a, shown=False)
                         if a.attempt == best.number and a.claim.claim_id in claim_ids else a
                         for a in grounded.claim_attempts])

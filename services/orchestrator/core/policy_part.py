@@ -69,6 +69,10 @@ class PolicySettings:
     # A question with no clinic named, answered from tenant-wide passages, is also asked of this
     # many of the clinics' own passages (rank order) to find a clinic whose rule differs.
     clinic_rules_asked: int = 3
+    # No clinic named and the caller has several: the search goes this deep, so that a clinic's own
+    # rule ranked below the tenant-wide passages (fewer of the question's words) is still set aside
+    # and checked against the answer; only search_k tenant-wide passages are offered.
+    clinic_rules_search_k: int = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +82,9 @@ class ClinicRules:
 
     hits: tuple[Hit, ...] = ()
     scopes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # Scoped hits ranked below search_k (the deeper search): only the quantity check reads them, a
+    # precise comparison; the reading of a clinic's passage in words stays with the top ranks.
+    deeper: tuple[Hit, ...] = ()
 
 
 def relevance_gate(found: SearchResult, hits: tuple[Hit, ...], offer: str) -> tuple[tuple[Hit, ...], str]:
@@ -231,8 +238,10 @@ class PolicyPart:
             locations = (route.location.location_id,)
         elif request.location_id and not route.locations_known:
             locations = (request.location_id,)
+        any_clinic = route.location is None and len(route.clinic_choices) > 1
+        depth = max(self.settings.search_k, self.settings.clinic_rules_search_k) if any_clinic else self.settings.search_k
         query = SearchQuery(plan.query, tuple(plan.search_intents or (plan.intent,)),
-                            self.settings.search_k, request.as_of, locations, request.locale)
+                            depth, request.as_of, locations, request.locale)
         try:
             found = ctx.calls("retrieval", "retrieval.search", self.retrieval.search, query)
         except DomainError as err:
@@ -242,7 +251,7 @@ class PolicyPart:
         aside = ClinicRules()
         if not hits:  # never relax a filter: no eligible evidence means abstain
             return self._abstain(out, plan, ctx, ())
-        if route.location is None and len(route.clinic_choices) > 1:
+        if any_clinic:
             narrowed = self._tenant_wide(plan, ctx, hits, out)
             if isinstance(narrowed, PartResult):
                 return narrowed
@@ -366,13 +375,17 @@ class PolicyPart:
         offered (it could be another clinic's rule); the tenant-wide passages answer, and the
         scoped ones are kept aside (ClinicRules) to check that answer against. When every hit is
         clinic-specific, the question depends on the clinic: ask which one. Scopes come from the
-        store of record."""
+        store of record. `hits` may go deeper than search_k (clinic_rules_search_k): only the top
+        search_k are offered or decide "every hit is scoped"; scoped hits below are kept aside for
+        the quantity check (ClinicRules.deeper)."""
         try:
             versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
                                  [h.passage.identity.passage_id for h in hits])
         except DomainError as err:
             return unavailable(out, ctx, "retrieval", err)
         scopes = {v.version_id: v.location_scope for v in versions}
+        hits, below = hits[: self.settings.search_k], hits[self.settings.search_k:]
+        deeper = tuple(h for h in below if scopes.get(h.passage.identity.version_id, ("?",)))
         scoped = [h for h in hits if scopes.get(h.passage.identity.version_id, ("?",))]
         if scoped and len(scoped) == len(hits):
             named = {loc for h in scoped for loc in scopes.get(h.passage.identity.version_id, ())}
@@ -381,7 +394,7 @@ class PolicyPart:
             return self._which_clinic(out, ctx, options,
                                       f"location: every passage found is scoped ({', '.join(sorted(named))}) "
                                       "and no clinic was named")
-        return tuple(h for h in hits if h not in scoped), ClinicRules(tuple(scoped), scopes)
+        return tuple(h for h in hits if h not in scoped), ClinicRules(tuple(scoped), scopes, deeper)
 
     def _clinic_dependent(self, plan: PartPlan, ctx: PartContext, grounded: Grounded,
                           aside: ClinicRules) -> str:
@@ -392,7 +405,7 @@ class PolicyPart:
         Checked only once the answer shows something, so a part that finds nothing to say still
         abstains rather than asking which clinic."""
         best = grounded.best
-        if best is None or not aside.hits:
+        if best is None or not (aside.hits or aside.deeper):
             return ""
         overridden = self._overridden_quantity(plan, ctx, best, aside)
         if overridden is not None:
@@ -464,7 +477,7 @@ class PolicyPart:
                      for lp in best.given if lp.passage.identity.passage_id in stated]
         if not answering:
             return None
-        pool = tuple(Hit(p) for p in answering) + aside.hits
+        pool = tuple(Hit(p) for p in answering) + aside.hits + aside.deeper
         scopes = {**aside.scopes, **{p.identity.version_id: () for p in answering}}
         return self._detect(plan, ctx, pool, scopes, overrides=True, top_n=len(pool))
 
