@@ -470,26 +470,29 @@ def test_book_the_ten_oclock_in_reply_to_a_slot_answer_books_among_that_answers_
 
 class DeepRetrieval(Retrieval):
     """Nine tenant-wide passages, the first the 24-hour term; Harbor's own 48-hour rule ranked tenth
-    (a clinic's page shares fewer of the question's words than the tenant-wide policy)."""
+    (a clinic's page shares fewer of the question's words than the tenant-wide policy). `texts` and
+    `harbor_rank` (1-based) set other passages."""
 
     HARBOR = "Appointments at Harbor must be cancelled at least 48 hours in advance."
 
-    def __init__(self):
+    def __init__(self, texts=None, harbor_rank=10):
         super().__init__(GENERAL_TEXT)
+        self.texts = texts or [GENERAL_TEXT, *(f"Reception note {n}: our phone line opens at 8." for n in range(2, 10)),
+                               self.HARBOR]
+        self.harbor_rank = harbor_rank
 
     def search(self, query, timeout):
         self.queries.append(query)
-        texts = [GENERAL_TEXT, *(f"Reception note {n}: our phone line opens at 8." for n in range(2, 10)), self.HARBOR]
         hits = []
-        for n, text in enumerate(texts[: query.k], start=1):
+        for n, text in enumerate(self.texts[: query.k], start=1):
             ident = m.PassageIdentity(f"pass-{n}", "acme-health", f"doc-{n}", f"ver-{n}", 0, len(text), "d" * 64,
-                                      "Cancelling", "cancellation_policy")
-            hits.append(m.Hit(m.Passage(ident, text, "Cancelling", f"doc-{n}"), f"S{n}", fused_rank=n))
+                                      "Visit", "scheduling_policy")
+            hits.append(m.Hit(m.Passage(ident, text, "Visit", f"doc-{n}"), f"S{n}", fused_rank=n))
         return m.SearchResult(tuple(hits), m.RetrievalSettings(backend="embedded"))
 
     def versions_of(self, passage_ids, timeout):
         return [m.VersionInfo(f"ver-{p.split('-')[1]}", m.VersionStatus.APPROVED,
-                              ("acme-harbor",) if p == "pass-10" else ()) for p in passage_ids]
+                              ("acme-harbor",) if p == f"pass-{self.harbor_rank}" else ()) for p in passage_ids]
 
 
 def test_a_clinics_own_rule_ranked_below_the_offered_passages_still_makes_the_answer_depend_on_the_clinic():
@@ -506,3 +509,26 @@ def test_a_clinics_own_rule_ranked_below_the_offered_passages_still_makes_the_an
     core = build_core(Settings(port=0, metrics_port=-1, clinic_rules_search_k=8), shallow, Sink())
     response = core.ask(AskRequest(PATIENT, "How late can I cancel my appointment without a fee?", AS_OF)).response
     assert response.parts[0].outcome == c_pb.PART_OUTCOME_ANSWERED  # rank 10 unseen at depth 8
+
+
+FASTING_TEXT = "If your doctor has asked for a fasting test, do not eat anything for 8 hours before your blood test."
+HARBOR_ARRIVAL = "At Harbor, please arrive 20 minutes before your appointment to check in."
+
+
+def test_a_clinic_stating_the_asked_rule_the_answer_leaves_out_makes_the_answer_depend_on_the_clinic():
+    """'How early do I have to be there?' answered tenant-wide with a fasting time (no arrival lead time)
+    while Harbor's own page states one: which clinic? A fasting question names no arrival and asks none."""
+    def ask(question):
+        ports = Downstream(Scheduler([]), DeepRetrieval([FASTING_TEXT, HARBOR_ARRIVAL], harbor_rank=2),
+                           Generation(FASTING_TEXT), Validator())
+        return core_of(ports).ask(AskRequest(PATIENT, question, AS_OF)).response.parts[0]
+
+    def core_of(ports):
+        return build_core(Settings(port=0, metrics_port=-1), ports, Sink())
+
+    there = ask("How early do I have to be there before my appointment?")
+    assert there.outcome == c_pb.PART_OUTCOME_NEEDS_CLARIFICATION
+    assert "Harbor Imaging Center" in there.clarification_question
+    fasting = ask("How long do I have to go without food before my blood test?")
+    assert fasting.outcome == c_pb.PART_OUTCOME_ANSWERED
+    assert [cl.text for cl in fasting.claims] == [FASTING_TEXT]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.orchestrator.core import conflicts
 from services.orchestrator.core.conflicts import Candidate, detect, rule_quantities
 from services.orchestrator.core.router import load_lexicon
 
@@ -234,3 +235,16 @@ def test_a_bokmal_question_asks_for_the_notice_period(question):
     holmvik = cand("S2", "lyn-holmvik", "Timer på Holmvik må avbestilles senest 48 timer før.", scope=("lyn-holmvik",))
     found = detect([everywhere, holmvik], "cancellation_rescheduling", VOCAB, question=question, overrides=True)
     assert found is not None and "notice period" in found.explanation
+
+
+@pytest.mark.parametrize(("question", "intent", "expected"), [
+    ("how early do i have to be there before my appointment", "arrival_preparation", {"lead time"}),
+    ("When should I arrive for my scan?", "arrival_preparation", {"lead time"}),
+    ("how long do i need to go without food before the blood test", "arrival_preparation", set()),
+    ("how long do i have to hang around afterwards when i get my flu jab?", "arrival_preparation", set()),
+    ("hvor sent kan jeg avbestille timen?", "cancellation_rescheduling", {"notice period"}),
+    ("What does a late cancellation cost?", "cancellation_rescheduling", {"fee"}),
+    ("Do I bring my insurance card?", "arrival_preparation", set()),
+])
+def test_a_question_asks_for_the_rule_only_when_it_names_its_topic(question, intent, expected):
+    assert conflicts.asks_the_rule(question, intent) == expected

@@ -169,6 +169,22 @@ def _same_specificity(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> b
     return bool(set(a) & set(b))
 
 
+def asked_kinds(question: str) -> frozenset[str]:
+    """The rule quantities the question asks for (condition 5: QUESTION_ASKS)."""
+    lowered = " ".join(question.lower().split())
+    return frozenset(kind for kind, pattern in QUESTION_ASKS.items() if pattern.search(lowered))
+
+
+def asks_the_rule(question: str, intent: str) -> frozenset[str]:
+    """The rule quantities a question asks for when it also names the rule's topic ("how early do I
+    have to be there?", "how late can I cancel?"): asked_kinds alone is only a necessary condition
+    ("how long do I go without food" asks no arrival lead time)."""
+    spec = RULES.get(intent)
+    if spec is None or not spec[0].search(_prepare(question)):
+        return frozenset()
+    return asked_kinds(question) & frozenset(spec[1])
+
+
 def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple[str, ...]],
            asked: frozenset[str] = frozenset(), implies: dict[str, str] | None = None,
            top_n: int = 4, question: str | None = None, overrides: bool = False) -> Conflict | None:
@@ -179,8 +195,7 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
     the clinic ("arrive 30 minutes early at Bayside" beside "15 minutes" for every clinic)."""
     if intent not in RULES:
         return None
-    wanted = None if question is None else {
-        kind for kind, pattern in QUESTION_ASKS.items() if pattern.search(" ".join(question.lower().split()))}
+    wanted = None if question is None else asked_kinds(question)
     if wanted is not None and not wanted:
         return None
     stating = []

@@ -166,30 +166,29 @@ def overridden_claims(grounded: Grounded, intent) -> frozenset[str]:
     value in common ("24 timer" tenant-wide, "48 timer" at Holmvik). At that location its own rule
     holds (DESIGN.md §3: a location-scoped rule overrides a tenant-wide one); shown together they
     contradict. Each claim is read with its cited passages' title and headings."""
+    stated = claim_quantities(grounded, intent)
+    local = [quantities for claim_id, quantities in stated.items() if claim_id.startswith(LOCAL_PREFIX)]
+    return frozenset(claim_id for claim_id, general in stated.items()
+                     if not claim_id.startswith(LOCAL_PREFIX)
+                     and any(kind in own and values and own[kind] and not values & own[kind]
+                             for own in local for kind, values in general.items()))
+
+
+def claim_quantities(grounded: Grounded, intent) -> dict[str, dict[str, frozenset[str]]]:
+    """claim ID -> the asked rule's quantities each shown factual claim states (conflicts.rule_quantities),
+    read with its cited passages' title and headings."""
     best = grounded.best
     if best is None:
-        return frozenset()
+        return {}
     passages = {lp.passage.identity.passage_id: lp.passage for lp in best.given}
-
-    def stated(claim) -> dict[str, frozenset[str]]:
+    out = {}
+    for claim in best.generated.claims:
+        if claim.claim_id not in best.shown or not claim.factual or claim.claim_id not in best.by_claim:
+            continue
         cited = [passages[c.passage_id] for c in best.by_claim[claim.claim_id].citations if c.passage_id in passages]
         context = " ".join(f"{p.title} > {p.heading_context}" for p in cited)
-        return conflicts.rule_quantities(claim.text, intent, context)
-
-    shown = [c for c in best.generated.claims if c.claim_id in best.shown and c.factual
-             and c.claim_id in best.by_claim]
-    local = [stated(c) for c in shown if c.claim_id.startswith(LOCAL_PREFIX)]
-    if not local:
-        return frozenset()
-    out = set()
-    for claim in shown:
-        if claim.claim_id.startswith(LOCAL_PREFIX):
-            continue
-        general = stated(claim)
-        if any(kind in own and values and own[kind] and not values & own[kind]
-               for own in local for kind, values in general.items()):
-            out.add(claim.claim_id)
-    return frozenset(out)
+        out[claim.claim_id] = conflicts.rule_quantities(claim.text, intent, context)
+    return out
 
 
 def _content_stems(text: str) -> frozenset[str]:
@@ -410,7 +409,32 @@ class PolicyPart:
         overridden = self._overridden_quantity(plan, ctx, best, aside)
         if overridden is not None:
             return overridden.explanation
-        return self._clinic_answers(plan, ctx, aside, _shown_texts(best))
+        return self._clinic_states_it_alone(plan, ctx, grounded, aside) or \
+            self._clinic_answers(plan, ctx, aside, _shown_texts(best))
+
+    def _clinic_states_it_alone(self, plan: PartPlan, ctx: PartContext, grounded: Grounded,
+                                aside: ClinicRules) -> str:
+        """The question asks for a rule quantity (a lead time, a notice period, a fee) that the answer
+        shown does not state, and a clinic's own passage states it: the tenant-wide answer ("If your
+        doctor has asked for a fasting test, do not eat for 8 hours" for "how early do I have to be
+        there?") leaves out what that clinic's patients must do. A passage about a specialty or
+        appointment type the question did not ask is no such rule."""
+        wanted = conflicts.asks_the_rule(" ".join(plan.clauses), plan.intent)
+        if not wanted:
+            return ""
+        stated = set()
+        for kinds in claim_quantities(grounded, plan.intent).values():
+            stated.update(kinds)
+        missing = wanted - stated
+        for hit in (*aside.hits, *aside.deeper):
+            passage = hit.passage
+            found = conflicts.rule_quantities(passage.text, plan.intent, f"{passage.title} > {passage.heading_context}")
+            kinds = sorted(missing & set(found))
+            if kinds and not self._unasked_qualifiers(ctx, passage, passage.text):
+                named = ", ".join(aside.scopes.get(passage.identity.version_id, ()))
+                return (f"a clinic's own passage states the {kinds[0]} the answer does not ({named}): "
+                        f"{'/'.join(sorted(found[kinds[0]]))}")
+        return ""
 
     def _clinic_answers(self, plan: PartPlan, ctx: PartContext, aside: ClinicRules, answer: list[str]) -> str:
         """The question asked of the clinics' own passages alone, through the same generate-and-
