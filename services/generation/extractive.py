@@ -372,12 +372,17 @@ class ExtractiveBackend:
                 self._answers(candidate, meaning, vacuous_ok=True) and not vetoed(rank) and \
                 any(label in offered and label not in excluded_labels for label in candidate.labels)
 
-        # A question that asks for an amount is led by the first unit that may lead and states one,
-        # when there is such a unit: the units ahead of it only talk about the amount.
+        # A question that asks for an amount is led by the first unit that may lead and states one;
+        # the units ahead of it only talk about the amount.
         amount = self.amount_asked(request)
         amount_lead = next((rank for rank, (claim_id, candidate) in enumerate(candidates)
                             if relevance.states_amount(candidate.text, amount) and may_lead(rank, claim_id, candidate)),
                            None) if amount else None
+        if amount and amount_lead is None:
+            # Asked for an amount, and nothing that may lead states one: any lead would talk around
+            # the amount ("Wear loose clothing" for "what would the physio cost me?"). No claim: the
+            # part abstains honestly rather than show an answer to another question.
+            return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         for rank, (claim_id, candidate) in enumerate(candidates):
             if claim_id in excluded_ids or candidate.only_in_list:
                 continue

@@ -131,11 +131,16 @@ _PRICE_WORDS = re.compile(r"\b(?:free|no (?:charge|fee|cost)|at no cost|without 
                           r"|[$€£]|\b(?:nz\$|kr|nok|usd|eur|gbp)\b", re.IGNORECASE)
 # A duration in words: a time unit with a word that measures it ("within 5 working days", "a week", "the
 # same day"; not "once in each calendar year"), or a time of day, in figures or in words ("9:00 to 17:00",
-# "8am", "noon").
-_TIME_WORDS = re.compile(r"\b(?:\d+|a|an|few|couple of|several|same|the|within|one|en|et|noen|samme)\s+(?:\w+\s+)?"
+# "8am", "noon", "kl. 22"), a number in figures or words (en, nb: "fifteen minutes", "fem minutter").
+_NUMBER_WORDS = (r"two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+                 r"forty-five|sixty|ninety|tre|fem|seks|sju|syv|åtte|ni|ti|tolv|femten|tjue|tretti|"
+                 r"førtifem|seksti")
+_TIME_WORDS = re.compile(r"\b(?:\d+|a|an|few|couple of|several|same|the|within|one|en|et|noen|samme|"
+                         rf"{_NUMBER_WORDS})\s+(?:\w+\s+)?"
                          r"(?:minutes?|mins?|hours?|hrs?|days?|weeks?|fortnights?|months?|years?|minutt(?:er)?|"
-                         r"time|timer|dager?|døgn|uker?|måneder?)\b|\b(?:noon|midday|midnight)\b"
-                         r"|\b\d{1,2}[:.]\d{2}\b|\b\d{1,2} ?(?:am|pm|a\.m\.|p\.m\.)", re.IGNORECASE)
+                         r"time|timer|dager?|virkedager?|arbeidsdager?|hverdager?|døgn|uker?|måneder?)\b|\b(?:noon|midday|midnight)\b"
+                         r"|\b\d{1,2}[:.]\d{2}\b|\b\d{1,2} ?(?:am|pm|a\.m\.|p\.m\.)|\b(?:kl\.?|klokka|klokken) ?\d{1,2}\b",
+                         re.IGNORECASE)
 
 
 def asked_amount(question: str) -> str:

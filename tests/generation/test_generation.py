@@ -390,6 +390,23 @@ def test_a_question_that_asks_for_an_amount_is_led_by_a_sentence_that_states_one
     assert amount in reply.claims[0].text, [c.text for c in reply.claims]
 
 
+@pytest.mark.parametrize("question", [
+    "What would it cost me to see the physio for the first time?",
+    "How much is the ferry to the island clinic?",
+    "How long do I have to wait for my results?",
+])
+def test_a_question_that_asks_for_an_amount_no_sentence_states_gets_no_answer(generate, question):
+    """Sentences written for this test talk around the asked amount (what to wear, how the ferry runs,
+    who calls back) without stating it: no lead, so the part abstains instead of answering another
+    question."""
+    text = ("Wear loose, comfortable clothing to your first physiotherapy session. The island clinic is "
+            "reached by the ferry from the harbour, and the physiotherapist visits on Thursdays. "
+            "The nurse calls you back when your results are in.")
+    reply = generate(pb.GenerateRequest(question=question, intent=common_pb2.INTENT_OTHER,
+                                        passages=_one_passage("cancellation", text, "Your visit")))
+    assert list(reply.claims) == [], [c.text for c in reply.claims]
+
+
 def test_a_question_without_an_amount_keeps_its_ranking(generate):
     """'How do I cancel?' asks for a way, not an amount: the amount preference stays out of it."""
     text = ("You can cancel in the app, by phone or by replying C to your reminder text. "

@@ -60,6 +60,11 @@ def test_the_amount_a_question_asks_for(question, kind):
     ("Most results are back within a few working days.", "duration", True),
     ("Most blood test results are back with us within 5 working days.", "duration", True),
     ("We will waive the fee once in each calendar year.", "duration", False),
+    ("Please arrive fifteen minutes early.", "duration", True),
+    ("Kom fem minutter før timen.", "duration", True),
+    ("Svar innen tre virkedager.", "duration", True),
+    ("Ikke spis etter kl. 22 kvelden før.", "duration", True),
+    ("Talk to the front desk about your time slot.", "duration", False),
 ])
 def test_what_states_an_amount(text, kind, states):
     from services.generation.relevance import states_amount
