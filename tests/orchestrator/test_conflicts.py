@@ -248,3 +248,12 @@ def test_a_bokmal_question_asks_for_the_notice_period(question):
 ])
 def test_a_question_asks_for_the_rule_only_when_it_names_its_topic(question, intent, expected):
     assert conflicts.asks_the_rule(question, intent) == expected
+
+
+def test_a_table_row_is_one_sentence():
+    """The item and its amount stay together; a row without the rule's topic states no rule."""
+    table = ("| Item | Fee |\n|---|---|\n| Missed appointment (no call, no show) | $60 |\n"
+             "| Late cancellation (less than three business days' notice) | $100 |\n| IV sedation | $395 |")
+    assert rule_quantities(table, "cancellation_rescheduling") == {
+        "fee": frozenset({"60", "100"}), "notice period": frozenset({"4320min"})}
+    assert rule_quantities("| IV sedation, first 30 minutes | $395 |", "cancellation_rescheduling") == {}

@@ -34,14 +34,18 @@ AUTHORITIES = {
     "cancellation_rescheduling": frozenset({"cancellation_policy", "scheduling_policy"}),
 }
 # The unit may carry a possessive ("48 hours' notice", "a day's notice"); bokmål units too ("48 timer").
-_DURATION = r"(\d+(?:\.\d+)?)[ -]?(minutes?|mins?|hours?|hrs?|days?|minutter|minutt|timer|time|dager|dag|døgn)['’]?"
+# A day may be qualified ("3 business days' notice", "2 working days", "to virkedager"): a working day is
+# read as a day (the values compared are what the documents say, not a calendar).
+_DURATION = (r"(\d+(?:\.\d+)?)[ -]?(?:(?:business|working|clear|full|calendar|virke|arbeids)[ -]?)?"
+             r"(minutes?|mins?|hours?|hrs?|days?|minutter|minutt|timer|time|dager|dag|døgn)['’]?")
 RULES = {
     "arrival_preparation": (
         re.compile(r"\b(arriv\w*|check[- ]?in|come in|be here|be there|møt\w*|oppmøte)\b"),
         {"lead time": re.compile(rf"\b{_DURATION} (?:before|beforehand|early|prior|ahead|in advance|før|i forveien)\b")},
     ),
     "cancellation_rescheduling": (
-        re.compile(r"\b(cancel\w*|reschedul\w*|notice|avbestill\w*|avlys\w*|flytt\w*|beskjed|varsel|gebyr\w*|ikke-møtt\w*)\b"),
+        re.compile(r"\b(cancel\w*|reschedul\w*|notice|no[- ]?shows?|miss(?:ed|es|ing)?|did not (?:attend|come)|"
+                   r"avbestill\w*|avlys\w*|flytt\w*|beskjed|varsel|gebyr\w*|ikke[- ]møtt\w*)\b"),
         {
             "notice period": re.compile(rf"\b{_DURATION} (?:before|beforehand|in advance|notice|prior|ahead|før|i forveien|"
                                         rf"på forhånd|varsel)\b|\bnotice of {_DURATION}"),
@@ -61,7 +65,8 @@ QUESTION_ASKS = {
 }
 _UNIT_MINUTES = {"mi": 1, "ho": 60, "hr": 60, "da": 1440, "ti": 60, "dø": 1440}
 _WORDS = {"fifteen": "15", "thirty": "30", "forty-five": "45", "sixty": "60", "ten": "10", "twenty": "20",
-          "twenty-four": "24", "forty-eight": "48", "seventy-two": "72", "five": "5", "one": "1", "two": "2"}
+          "twenty-four": "24", "forty-eight": "48", "seventy-two": "72", "five": "5", "one": "1", "two": "2",
+          "three": "3", "four": "4", "seven": "7", "fourteen": "14"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +114,18 @@ def rule_quantities(text: str, intent: str, context: str = "") -> dict[str, froz
     return {k: frozenset(v) for k, v in found.items()}
 
 
+def _units(text: str) -> list[str]:
+    """The sentences of a text, a table row being one ("| Missed appointment | $60 |": the item and
+    its amount stay together; a row's cells are not sentences of their own)."""
+    units = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("|"):
+            units.append(_prepare(line.replace("|", " ; ")).strip(" ;"))
+        else:
+            units.extend(re.split(r"(?<=[.!?])\s+", _prepare(line)))
+    return [u for u in units if u and not re.fullmatch(r"[\s;:-]*", u)]
+
+
 def _rule_sentences(text: str, intent: str, context: str) -> list[tuple[str, dict[str, set[str]]]]:
     """The sentences that state the asked rule's quantities, each with what it states."""
     spec = RULES.get(intent)
@@ -117,7 +134,7 @@ def _rule_sentences(text: str, intent: str, context: str) -> list[tuple[str, dic
     topic, kinds = spec
     headed = bool(context) and bool(topic.search(_prepare(context)))
     out = []
-    for sentence in re.split(r"(?<=[.!?])\s+|\n|\|", _prepare(text)):
+    for sentence in _units(text):
         if not headed and not topic.search(sentence):
             continue
         stated: dict[str, set[str]] = {}
