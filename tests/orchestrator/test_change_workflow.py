@@ -534,21 +534,6 @@ def test_a_clinic_stating_the_asked_rule_the_answer_leaves_out_makes_the_answer_
     assert [cl.text for cl in fasting.claims] == [FASTING_TEXT]
 
 
-def test_at_a_named_clinic_its_own_rule_replaces_a_tenant_wide_one_the_generator_preferred():
-    """The generator leads with the tenant-wide $60 (ranked first); Harbor's own offered passage says
-    $175. At Harbor its rule holds: the part is answered from Harbor's passage alone."""
-    general = "Missed appointment (no call, no show): $60."
-    harbor = "A missed appointment at Harbor costs $175."
-    ports = Downstream(Scheduler([]), ScopedRetrieval(harbor, general), FirstPassageGeneration(), CitingValidator())
-    core = build_core(Settings(port=0, metrics_port=-1), ports, Sink())
-    response = core.ask(AskRequest(PATIENT, "What is the fee for a missed appointment at Harbor Imaging Center?",
-                                   AS_OF)).response
-    (part,) = response.parts
-    assert ports.generation.offered == [("S1", "S2"), ("S2",)]
-    assert [cl.text for cl in part.claims] == [harbor]
-    assert part.outcome == c_pb.PART_OUTCOME_ANSWERED
-
-
 def test_at_a_named_clinic_a_tenant_wide_rule_its_own_passage_agrees_with_stands():
     general = "Missed appointment (no call, no show): $60."
     harbor = "Harbor charges the same $60 for a missed appointment."

@@ -277,7 +277,7 @@ class PolicyPart:
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, offered, grounded)
         elif route.location is not None and grounded.unavailable is None:
-            grounded = self._own_rule_alone(plan, ctx, offered, grounded)
+            grounded = self._own_rule_alone(plan, ctx, grounded)
         out.generation = grounded.generation
         out.claim_attempts = grounded.claim_attempts
         out.source_policy_version = grounded.source_policy_version
@@ -332,8 +332,7 @@ class PolicyPart:
                   if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
         return {lp.passage.identity.passage_id for lp in passages if lp.passage.identity.version_id in scoped}
 
-    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, offered: tuple[LabelledPassage, ...],
-                        grounded: Grounded) -> Grounded:
+    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, grounded: Grounded) -> Grounded:
         """A question at a named clinic whose answer shows a claim only the clinic's own passage
         states beside one only tenant-wide passages state: the clinic's rule overrides the
         tenant-wide one there, and shown together they can contradict ("Patients can park free of
@@ -342,22 +341,16 @@ class PolicyPart:
         record), through the same generate-and-validate loop; when that shows a claim about what
         was asked (not about a specialty or appointment type the question did not ask), it is the
         answer, and the mixed one stays in the evidence unshown. A claim both kinds of passage state
-        word for word agrees with the clinic and makes nothing mixed.
-
-        Also when the answer shows only tenant-wide claims stating the asked rule's quantity (a fee, a
-        notice period, a lead time) that one of the clinic's own offered passages states otherwise
-        ("Missed appointment: $60" for every office, "$175" at the surgery center): the generator
-        may have left the clinic's passage out, but at that clinic its rule holds."""
+        word for word agrees with the clinic and makes nothing mixed."""
         best = grounded.best
         if best is None or not best.factual_shown:
             return grounded
-        local_ids = self._scoped_to_the_location(ctx, offered, "own rule")
+        local_ids = self._scoped_to_the_location(ctx, best.given, "own rule")
         cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations}
                  for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
-        mixed = any(ids <= local_ids for ids in cites) and any(not ids & local_ids for ids in cites)
-        local = tuple(lp for lp in offered if lp.passage.identity.passage_id in local_ids)
-        if not mixed and not self._overridden_here(plan, grounded, local):
-            return grounded  # nothing the clinic's own passage states beside or against a tenant-wide claim
+        if not any(ids <= local_ids for ids in cites) or not any(not ids & local_ids for ids in cites):
+            return grounded  # nothing the clinic's own passage alone states beside a tenant-wide-only claim
+        local = tuple(lp for lp in best.given if lp.passage.identity.passage_id in local_ids)
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
@@ -365,23 +358,6 @@ class PolicyPart:
                                        for claim in own.best.generated.claims):
             return grounded
         return only_local(own, grounded)
-
-    @staticmethod
-    def _overridden_here(plan: PartPlan, grounded: Grounded, local: tuple[LabelledPassage, ...]) -> bool:
-        """A shown claim cites no passage of the clinic's own and states a rule quantity of a kind
-        one of them states with no value in common."""
-        if not local:
-            return False
-        local_ids = {lp.passage.identity.passage_id for lp in local}
-        own = [conflicts.rule_quantities(lp.passage.text, plan.intent, f"{lp.passage.title} > {lp.passage.heading_context}")
-               for lp in local]
-        best = grounded.best
-        for claim_id, stated in claim_quantities(grounded, plan.intent).items():
-            if {c.passage_id for c in best.by_claim[claim_id].citations} & local_ids:
-                continue
-            if any(kind in rule and not values & rule[kind] for rule in own for kind, values in stated.items()):
-                return True
-        return False
 
     def _about_what_was_asked(self, ctx: PartContext, best: Attempt, claim) -> bool:
         """A shown factual claim none of whose passages is about a specialty or appointment type
