@@ -160,18 +160,22 @@ def _shown_texts(best: Attempt) -> list[str]:
     return [c.text for c in best.generated.claims if c.claim_id in best.shown]
 
 
-def overridden_claims(grounded: Grounded, intent) -> frozenset[str]:
+def overridden_claims(grounded: Grounded, intent, qualifiers_of=lambda claim_id: frozenset()) -> frozenset[str]:
     """The shown general claims a location's own shown claim overrides: both state the asked rule's
     quantity of one kind (conflicts.rule_quantities: a notice period, a fee, a lead time) with no
-    value in common ("24 timer" tenant-wide, "48 timer" at Holmvik). At that location its own rule
-    holds (DESIGN.md §3: a location-scoped rule overrides a tenant-wide one); shown together they
-    contradict. Each claim is read with its cited passages' title and headings."""
+    value in common ("24 timer" tenant-wide, "48 timer" at Holmvik), for the same thing
+    (`qualifiers_of`: the specialties and appointment types a claim names; an MRI rule is no general
+    rule's override). At that location its own rule holds (DESIGN.md §3: a location-scoped rule
+    overrides a tenant-wide one); shown together they contradict. Each claim is read with its cited
+    passages' title and headings."""
     stated = claim_quantities(grounded, intent)
-    local = [quantities for claim_id, quantities in stated.items() if claim_id.startswith(LOCAL_PREFIX)]
+    local = [(qualifiers_of(claim_id), quantities) for claim_id, quantities in stated.items()
+             if claim_id.startswith(LOCAL_PREFIX)]
     return frozenset(claim_id for claim_id, general in stated.items()
                      if not claim_id.startswith(LOCAL_PREFIX)
-                     and any(kind in own and values and own[kind] and not values & own[kind]
-                             for own in local for kind, values in general.items()))
+                     and any(about == qualifiers_of(claim_id) and kind in own and values and own[kind]
+                             and not values & own[kind]
+                             for about, own in local for kind, values in general.items()))
 
 
 def claim_quantities(grounded: Grounded, intent) -> dict[str, dict[str, frozenset[str]]]:
@@ -316,7 +320,21 @@ class PolicyPart:
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
         merged = prefer_local(own, grounded)
-        return without_overridden(merged, overridden_claims(merged, plan.intent))
+        return without_overridden(merged, overridden_claims(merged, plan.intent, self._claim_qualifiers(ctx, merged)))
+
+    def _claim_qualifiers(self, ctx: PartContext, grounded: Grounded):
+        """claim ID -> the specialties and appointment types its text and cited passages' title and
+        headings name."""
+        best = grounded.best
+        passages = {lp.passage.identity.passage_id: lp.passage for lp in best.given} if best else {}
+
+        def of(claim_id: str) -> frozenset[str]:
+            claim = next(c for c in best.generated.claims if c.claim_id == claim_id)
+            cited = [passages[c.passage_id] for c in best.by_claim[claim_id].citations if c.passage_id in passages]
+            context = " ".join(f"{p.title} > {p.heading_context}" for p in cited)
+            return conflicts.qualifiers(f"{context} {claim.text}", self._qualifier_vocabulary,
+                                        self.lexicon.type_implies_specialty)
+        return of
 
     def _scoped_to_the_location(self, ctx: PartContext, passages: tuple[LabelledPassage, ...], why: str) -> set[str]:
         """The passages (IDs) of approved versions scoped to the route's location, by the store of
