@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from citetrace.common.v1 import common_pb2 as c_pb
 from citetrace.common.v1 import route_pb2 as r_pb
 from citetrace.kit.auth import Principal
@@ -401,22 +402,15 @@ def test_a_tenant_wide_rule_the_locations_own_rule_overrides_is_not_shown_beside
     assert attempts == [("c1", 1, False), ("loc-c1", 2, True)]
 
 
-def test_a_tenant_wide_rule_for_another_appointment_type_is_no_rule_the_location_overrides():
-    """The tenant-wide claim is about MRI scans, Harbor's own about every appointment there: whom each
-    rule is for differs, so neither replaces the other."""
+@pytest.mark.parametrize("general", [
+    # For another appointment type (an MRI), Harbor's own rule for every appointment there: whom each
+    # rule is for differs, so neither replaces the other.
+    "An MRI scan can be rescheduled without a fee if you do so at least 24 hours in advance.",
+    # Another kind of quantity: a notice period does not override a fee.
+    "A late change costs a $25 fee.",
+])
+def test_a_tenant_wide_rule_the_locations_own_does_not_override_stays_beside_it(general):
     harbor_text = "Appointments at Harbor must be rescheduled at least 48 hours in advance."
-    general = "An MRI scan can be rescheduled without a fee if you do so at least 24 hours in advance."
-    mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
-                       "mri")
-    core, _, _ = _scoped_core([mri], local_text=harbor_text, general_text=general)
-    response = core.ask(AskRequest(PATIENT, "Can I move my MRI to tomorrow?", AS_OF)).response
-    assert [cl.text for cl in response.parts[2].claims] == [harbor_text, general]
-
-
-def test_a_tenant_wide_rule_of_another_kind_stays_beside_the_locations_own():
-    """A local claim about the notice period does not override a general claim stating only a fee."""
-    harbor_text = "Appointments at Harbor must be rescheduled at least 48 hours in advance."
-    general = "A late change costs a $25 fee."
     mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
                        "mri")
     core, _, _ = _scoped_core([mri], local_text=harbor_text, general_text=general)
