@@ -25,3 +25,10 @@ class NoAnswerer:
 def test_zero_asks_no_clinic_passage():
     part = PolicyPart(retrieval=None, answerer=NoAnswerer(), lexicon=None, settings=PolicySettings(clinic_rules_asked=0))
     assert part._clinic_answers(plan=None, ctx=None, aside=ClinicRules(hits=(object(),)), answer=["x"]) == ""
+
+
+def test_the_search_depth_for_clinic_rules_is_read_and_checked():
+    assert load_settings(Settings, PREFIX, {}).clinic_rules_search_k == 16
+    assert load_settings(Settings, PREFIX, {f"{PREFIX}CLINIC_RULES_SEARCH_K": "24"}).clinic_rules_search_k == 24
+    with pytest.raises(ValueError, match="clinic_rules_search_k"):
+        load_settings(Settings, PREFIX, {f"{PREFIX}CLINIC_RULES_SEARCH_K": "0"})

@@ -160,7 +160,7 @@ def _shown_texts(best: Attempt) -> list[str]:
     return [c.text for c in best.generated.claims if c.claim_id in best.shown]
 
 
-def overridden_claims(grounded: Grounded, intent, qualifiers_of=lambda claim_id: frozenset()) -> frozenset[str]:
+def overridden_claims(grounded: Grounded, intent, qualifiers_of) -> frozenset[str]:
     """The shown general claims a location's own shown claim overrides: both state the asked rule's
     quantity of one kind (conflicts.rule_quantities: a notice period, a fee, a lead time) with no
     value in common ("24 timer" tenant-wide, "48 timer" at Holmvik), for the same thing
@@ -184,15 +184,16 @@ def claim_quantities(grounded: Grounded, intent) -> dict[str, dict[str, frozense
     best = grounded.best
     if best is None:
         return {}
+    return {claim.claim_id: conflicts.rule_quantities(claim.text, intent, cited_context(best, claim.claim_id))
+            for claim in best.generated.claims
+            if claim.claim_id in best.shown and claim.factual and claim.claim_id in best.by_claim}
+
+
+def cited_context(best: Attempt, claim_id: str) -> str:
+    """The title and headings of the passages a claim cites (what its rule is about and for)."""
     passages = {lp.passage.identity.passage_id: lp.passage for lp in best.given}
-    out = {}
-    for claim in best.generated.claims:
-        if claim.claim_id not in best.shown or not claim.factual or claim.claim_id not in best.by_claim:
-            continue
-        cited = [passages[c.passage_id] for c in best.by_claim[claim.claim_id].citations if c.passage_id in passages]
-        context = " ".join(f"{p.title} > {p.heading_context}" for p in cited)
-        out[claim.claim_id] = conflicts.rule_quantities(claim.text, intent, context)
-    return out
+    return " ".join(f"{passages[c.passage_id].title} > {passages[c.passage_id].heading_context}"
+                    for c in best.by_claim[claim_id].citations if c.passage_id in passages)
 
 
 def _content_stems(text: str) -> frozenset[str]:
@@ -326,14 +327,11 @@ class PolicyPart:
         """claim ID -> the specialties and appointment types its text and cited passages' title and
         headings name."""
         best = grounded.best
-        passages = {lp.passage.identity.passage_id: lp.passage for lp in best.given} if best else {}
+        texts = {c.claim_id: c.text for c in best.generated.claims} if best else {}
 
         def of(claim_id: str) -> frozenset[str]:
-            claim = next(c for c in best.generated.claims if c.claim_id == claim_id)
-            cited = [passages[c.passage_id] for c in best.by_claim[claim_id].citations if c.passage_id in passages]
-            context = " ".join(f"{p.title} > {p.heading_context}" for p in cited)
-            return conflicts.qualifiers(f"{context} {claim.text}", self._qualifier_vocabulary,
-                                        self.lexicon.type_implies_specialty)
+            return conflicts.qualifiers(f"{cited_context(best, claim_id)} {texts[claim_id]}",
+                                        self._qualifier_vocabulary, self.lexicon.type_implies_specialty)
         return of
 
     def _scoped_to_the_location(self, ctx: PartContext, passages: tuple[LabelledPassage, ...], why: str) -> set[str]:
