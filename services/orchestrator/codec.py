@@ -171,10 +171,11 @@ def search_pb(query: m.SearchQuery) -> ret_pb.SearchRequest:
 
 
 def search_from_pb(reply: ret_pb.SearchResponse) -> m.SearchResult:
-    return m.SearchResult(tuple(hit_from_pb(h) for h in reply.hits), settings_from_pb(reply))
+    return m.SearchResult(tuple(hit_from_pb(h) for h in reply.hits), settings_from_pb(reply),
+                          tuple(versions_from_pb(reply)))
 
 
-def versions_from_pb(reply: ret_pb.GetPassagesResponse) -> list[m.VersionInfo]:
+def versions_from_pb(reply: ret_pb.GetPassagesResponse | ret_pb.SearchResponse) -> list[m.VersionInfo]:
     return [m.VersionInfo(v.version_id, VERSION_STATUS.domain(v.status), tuple(v.location_scope))
             for v in reply.versions]
 

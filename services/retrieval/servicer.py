@@ -222,4 +222,5 @@ def search_to_proto(result: SearchResult) -> pb.SearchResponse:
                            rerank_rank=h.rerank_rank, relevance=h.relevance, relevant=h.relevant)
               for h in result.hits],
         settings=settings,
+        versions=[version_to_proto(v) for v in {h.version.version_id: h.version for h in result.hits}.values()],
     )

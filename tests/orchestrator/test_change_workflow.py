@@ -302,9 +302,12 @@ class ScopedRetrieval(Retrieval):
     """The tenant-wide rescheduling term (ranked first) and Harbor's own review rule (scoped to
     acme-harbor in the store of record)."""
 
-    def __init__(self, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT):
+    SCOPES = {"pass-1": ("ver-1", ()), "pass-2": ("ver-2", ("acme-harbor",))}
+
+    def __init__(self, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT, says_versions=False):
         super().__init__(general_text)
         self.local_text = local_text
+        self.says_versions = says_versions  # the search reports each hit's version (SearchResponse.versions)
         self.version_lookups = []
 
     def search(self, query, timeout):
@@ -315,12 +318,15 @@ class ScopedRetrieval(Retrieval):
             ident = m.PassageIdentity(f"pass-{n}", "acme-health", doc, f"ver-{n}", 0, len(text), "d" * 64,
                                       "Rescheduling", "cancellation_policy")
             hits.append(m.Hit(m.Passage(ident, text, "Rescheduling", doc), f"S{n}", fused_rank=n))
-        return m.SearchResult(tuple(hits), m.RetrievalSettings(backend="embedded"))
+        versions = self.versions_of_hits(["pass-1", "pass-2"]) if self.says_versions else ()
+        return m.SearchResult(tuple(hits), m.RetrievalSettings(backend="embedded"), tuple(versions))
 
     def versions_of(self, passage_ids, timeout):
         self.version_lookups.append(tuple(passage_ids))
-        scopes = {"pass-1": ("ver-1", ()), "pass-2": ("ver-2", ("acme-harbor",))}
-        return [m.VersionInfo(scopes[p][0], m.VersionStatus.APPROVED, scopes[p][1]) for p in passage_ids]
+        return self.versions_of_hits(passage_ids)
+
+    def versions_of_hits(self, passage_ids):
+        return [m.VersionInfo(self.SCOPES[p][0], m.VersionStatus.APPROVED, self.SCOPES[p][1]) for p in passage_ids]
 
 
 class FirstPassageGeneration:
@@ -355,22 +361,26 @@ class CitingValidator:
                                   source_policy_version="sp-1")
 
 
-def _scoped_core(appointments, tmp_path=None, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT):
-    ports = Downstream(Scheduler(appointments), ScopedRetrieval(local_text, general_text), FirstPassageGeneration(),
-                       CitingValidator())
+def _scoped_core(appointments, tmp_path=None, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT,
+                 says_versions=False):
+    ports = Downstream(Scheduler(appointments), ScopedRetrieval(local_text, general_text, says_versions),
+                       FirstPassageGeneration(), CitingValidator())
     sink = Sink()
     settings = Settings(port=0, metrics_port=-1, **({"data_dir": tmp_path} if tmp_path else {}))
     return build_core(settings, ports, sink), ports, sink
 
 
-def test_a_change_at_a_location_with_its_own_rule_cites_that_rule_before_the_tenant_wide_one():
+@pytest.mark.parametrize("says_versions", [False, True], ids=["scopes-by-get-passages", "scopes-from-the-search"])
+def test_a_change_at_a_location_with_its_own_rule_cites_that_rule_before_the_tenant_wide_one(says_versions):
     """The generator shows only the tenant-wide term of the whole offering; the change's location
     (Harbor) has its own validated rule among the offered passages: it leads the policy part and
-    makes the proposal a staff review task."""
+    makes the proposal a staff review task. The scopes are the ones the search reported for its hits
+    (no second round trip), or, from a retrieval that does not report them, read by GetPassages."""
     mri = _appointment("appt-9", "imaging", "acme-harbor", "Harbor Imaging Center", AS_OF + dt.timedelta(days=2),
                        "mri")
-    core, ports, sink = _scoped_core([mri])
+    core, ports, sink = _scoped_core([mri], says_versions=says_versions)
     response = core.ask(AskRequest(PATIENT, "Can I move my MRI to tomorrow?", AS_OF)).response
+    assert bool(ports.retrieval.version_lookups) is not says_versions
     policy_part, proposal_part = response.parts[2], response.parts[3]
     assert ports.generation.offered == [("S1", "S2"), ("S2",)]  # the whole offering, then Harbor's own passage
     assert [(cl.text, cl.citations[0].document_id) for cl in policy_part.claims] == [

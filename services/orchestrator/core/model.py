@@ -302,6 +302,8 @@ class SearchQuery:
 class SearchResult:
     hits: tuple[Hit, ...]
     settings: RetrievalSettings | None = None
+    # Each hit's version as the search admitted it (empty from a retrieval that does not say).
+    versions: tuple[VersionInfo, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from services.orchestrator.core.model import (
     SearchQuery,
     SearchResult,
     Support,
+    VersionInfo,
     VersionStatus,
     WithheldClaim,
 )
@@ -256,7 +257,7 @@ class PolicyPart:
         if not hits:  # never relax a filter: no eligible evidence means abstain
             return self._abstain(out, plan, ctx, ())
         if any_clinic:
-            narrowed = self._tenant_wide(plan, ctx, hits, out)
+            narrowed = self._tenant_wide(plan, ctx, found, out)
             if isinstance(narrowed, PartResult):
                 return narrowed
             hits, aside = narrowed
@@ -267,7 +268,7 @@ class PolicyPart:
             if not hits:
                 out.error = why
                 return self._abstain(out, plan, ctx, ())
-        conflict = self._conflict(plan, ctx, hits, out)
+        conflict = self._conflict(plan, ctx, found, hits, out)
         if conflict is not None:
             sources = tuple(ConflictingSource(citation_for(label, hit), hit.passage.text)
                             for label, hit in zip(("S1", "S2"), conflict, strict=True))
@@ -280,9 +281,9 @@ class PolicyPart:
         grounded = self.answerer.answer(asked.text, plan.intent, offered, request.as_of, ctx.calls,
                                         place_names=asked.place_names)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
-            grounded = self._location_terms(plan, ctx, offered, grounded)
+            grounded = self._location_terms(plan, ctx, found, offered, grounded)
         elif route.location is not None and grounded.unavailable is None:
-            grounded = self._own_rule_alone(plan, ctx, grounded)
+            grounded = self._own_rule_alone(plan, ctx, found, grounded)
         out.generation = grounded.generation
         out.claim_attempts = grounded.claim_attempts
         out.source_policy_version = grounded.source_policy_version
@@ -299,8 +300,8 @@ class PolicyPart:
                                       f"{overridden}")
         return self._settle(out, plan, ctx, hits, grounded)
 
-    def _location_terms(self, plan: PartPlan, ctx: PartContext, offered: tuple[LabelledPassage, ...],
-                        grounded: Grounded) -> Grounded:
+    def _location_terms(self, plan: PartPlan, ctx: PartContext, found: SearchResult,
+                        offered: tuple[LabelledPassage, ...], grounded: Grounded) -> Grounded:
         """A change at a location: that location's own rules come first (a location-scoped rule
         overrides a tenant-wide one there, conflicts.py). Offered passages scoped to the location
         (scopes from the store of record) that no shown claim cites are answered from on their own,
@@ -313,7 +314,7 @@ class PolicyPart:
         candidates = [lp for lp in offered if lp.passage.identity.passage_id not in cited]
         if not candidates:
             return grounded
-        local_ids = self._scoped_to_the_location(ctx, tuple(candidates), "location terms")
+        local_ids = self._scoped_to_the_location(ctx, found, tuple(candidates), "location terms")
         local = tuple(lp for lp in candidates if lp.passage.identity.passage_id in local_ids)
         if not local:
             return grounded
@@ -334,12 +335,23 @@ class PolicyPart:
                                         self._qualifier_vocabulary, self.lexicon.type_implies_specialty)
         return of
 
-    def _scoped_to_the_location(self, ctx: PartContext, passages: tuple[LabelledPassage, ...], why: str) -> set[str]:
+    def _versions_of(self, ctx: PartContext, found: SearchResult, passage_ids: list[str]) -> list[VersionInfo]:
+        """The versions (status, location scope) of these hits of `found`, by the store of record:
+        as the search admitted them (SearchResponse.versions), or by a GetPassages round trip when
+        the search did not say (a retrieval older than that field). Raises DomainError."""
+        version_of = {h.passage.identity.passage_id: h.passage.identity.version_id for h in found.hits}
+        known = {v.version_id: v for v in found.versions}
+        wanted = {version_of.get(pid, "") for pid in passage_ids}
+        if wanted <= known.keys():
+            return [known[vid] for vid in sorted(wanted)]
+        return ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of, passage_ids)
+
+    def _scoped_to_the_location(self, ctx: PartContext, found: SearchResult, passages: tuple[LabelledPassage, ...],
+                                why: str) -> set[str]:
         """The passages (IDs) of approved versions scoped to the route's location, by the store of
         record; none when the scopes cannot be loaded (the part then stands as answered)."""
         try:
-            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
-                                 [lp.passage.identity.passage_id for lp in passages])
+            versions = self._versions_of(ctx, found, [lp.passage.identity.passage_id for lp in passages])
         except DomainError as err:
             log.warning("%s: scopes could not be loaded (%s); the part stands as answered", why, err.reason)
             return set()
@@ -348,7 +360,7 @@ class PolicyPart:
                   if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
         return {lp.passage.identity.passage_id for lp in passages if lp.passage.identity.version_id in scoped}
 
-    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, grounded: Grounded) -> Grounded:
+    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, found: SearchResult, grounded: Grounded) -> Grounded:
         """A question at a named clinic whose answer shows a claim only the clinic's own passage
         states beside one only tenant-wide passages state: the clinic's rule overrides the
         tenant-wide one there, and shown together they can contradict ("Patients can park free of
@@ -361,7 +373,7 @@ class PolicyPart:
         best = grounded.best
         if best is None or not best.factual_shown:
             return grounded
-        local_ids = self._scoped_to_the_location(ctx, best.given, "own rule")
+        local_ids = self._scoped_to_the_location(ctx, found, best.given, "own rule")
         cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations}
                  for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
         if not any(ids <= local_ids for ids in cites) or not any(not ids & local_ids for ids in cites):
@@ -384,7 +396,7 @@ class PolicyPart:
         passages = [by_label[label] for label in claim.evidence_labels if label in by_label]
         return not passages or not all(self._unasked_qualifiers(ctx, p, claim.text) for p in passages)
 
-    def _tenant_wide(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+    def _tenant_wide(self, plan: PartPlan, ctx: PartContext, found: SearchResult,
                      out: PartResult) -> tuple[tuple[Hit, ...], ClinicRules] | PartResult:
         """No clinic resolved and the caller has several: a passage scoped to a location is never
         offered (it could be another clinic's rule); the tenant-wide passages answer, and the
@@ -393,9 +405,9 @@ class PolicyPart:
         store of record. `hits` may go deeper than search_k (clinic_rules_search_k): only the top
         search_k are offered or decide "every hit is scoped"; scoped hits below are kept aside for
         the quantity check (ClinicRules.deeper)."""
+        hits = found.hits
         try:
-            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
-                                 [h.passage.identity.passage_id for h in hits])
+            versions = self._versions_of(ctx, found, [h.passage.identity.passage_id for h in hits])
         except DomainError as err:
             return unavailable(out, ctx, "retrieval", err)
         scopes = {v.version_id: v.location_scope for v in versions}
@@ -546,25 +558,24 @@ class PolicyPart:
         return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
                                 len(top), question=" ".join(plan.clauses), overrides=overrides)
 
-    def _conflict(self, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
+    def _conflict(self, plan: PartPlan, ctx: PartContext, found: SearchResult, hits: tuple[Hit, ...],
                   out: PartResult) -> tuple[Hit, Hit] | None:
         top = hits[: self.settings.conflict_top_n]
-        found = self._detect(plan, ctx, hits, None)
-        if found is None:
+        conflict = self._detect(plan, ctx, hits, None)
+        if conflict is None:
             return None
         # Confirm with the store of record: only approved versions, and their location scopes.
         try:
-            versions = ctx.calls("retrieval", "retrieval.get_passages", self.retrieval.versions_of,
-                                 [h.passage.identity.passage_id for h in top])
-            found = self._detect(plan, ctx, hits, {v.version_id: v.location_scope for v in versions
-                                                   if v.status == VersionStatus.APPROVED})
+            versions = self._versions_of(ctx, found, [h.passage.identity.passage_id for h in top])
+            conflict = self._detect(plan, ctx, hits, {v.version_id: v.location_scope for v in versions
+                                                      if v.status == VersionStatus.APPROVED})
         except DomainError as err:
             log.warning("conflict check could not reload versions (%s); location scopes unverified", err.reason)
-        if found is None:
+        if conflict is None:
             return None
         by_id = {h.passage.identity.passage_id: h for h in top}
-        out.error = f"conflict: {found.explanation}"
-        return by_id[found.first.passage_id], by_id[found.second.passage_id]
+        out.error = f"conflict: {conflict.explanation}"
+        return by_id[conflict.first.passage_id], by_id[conflict.second.passage_id]
 
     def _abstain(self, out: PartResult, plan: PartPlan, ctx: PartContext, hits: tuple[Hit, ...],
                  outcome: Outcome = Outcome.ABSTAINED_NO_EVIDENCE) -> PartResult:

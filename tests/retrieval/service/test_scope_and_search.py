@@ -97,6 +97,22 @@ def test_locations_from_the_request_and_the_principal(svc, world):
     assert list(reply.settings.filters.location_ids) == ["loc-south"]
 
 
+def test_each_hits_version_comes_with_the_search_once_with_its_scope_and_status(svc, world):
+    """SearchResponse.versions: the version of every hit, once, as GetPassages reports it (the
+    orchestrator reads a hit's location scope there instead of a second round trip)."""
+    reply = svc.search("scope-a", Q, k=50)
+    hit_versions = {h.passage.identity.version_id for h in reply.hits}
+    assert [v.version_id for v in reply.versions] == list(dict.fromkeys(
+        h.passage.identity.version_id for h in reply.hits))
+    assert {v.version_id for v in reply.versions} == hit_versions
+    read = svc.get("scope-a", passage_ids=[h.passage.identity.passage_id for h in reply.hits])
+    assert sorted(v.SerializeToString(deterministic=True) for v in reply.versions) == \
+        sorted(v.SerializeToString(deterministic=True) for v in read.versions)
+    scopes = {v.document.document_id: tuple(v.location_scope) for v in reply.versions}
+    assert scopes["north"] == ("loc-north",) and scopes["south"] == ("loc-south",) and scopes["general"] == ()
+    assert svc.search("scope-a", "nothing at all matches zzqx", k=5, mode=pb.SEARCH_MODE_LEXICAL).versions == []
+
+
 def test_the_effective_window_and_status(svc, world):
     now = doc_ids(svc.search("scope-a", Q, k=50))
     assert "future" not in now and "expired" not in now and "retired" not in now

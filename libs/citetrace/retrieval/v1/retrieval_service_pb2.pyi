@@ -283,12 +283,14 @@ class SearchHit(_message.Message):
     def __init__(self, label: _Optional[str] = ..., passage: _Optional[_Union[_common_pb2.Passage, _Mapping]] = ..., lexical_score: _Optional[float] = ..., lexical_rank: _Optional[int] = ..., vector_score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., fused_rank: _Optional[int] = ..., rerank_score: _Optional[float] = ..., rerank_rank: _Optional[int] = ..., relevance: _Optional[float] = ..., relevant: _Optional[bool] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "settings")
+    __slots__ = ("hits", "settings", "versions")
     HITS_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     settings: RetrievalSettings
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., settings: _Optional[_Union[RetrievalSettings, _Mapping]] = ...) -> None: ...
+    versions: _containers.RepeatedCompositeFieldContainer[_common_pb2.DocumentVersion]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., settings: _Optional[_Union[RetrievalSettings, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_common_pb2.DocumentVersion, _Mapping]]] = ...) -> None: ...
 
 class SpanRef(_message.Message):
     __slots__ = ("version_id", "start", "end")
