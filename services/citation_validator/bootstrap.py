@@ -44,7 +44,7 @@ class CitationValidation:
             # Largest request accepted (documented in ARCHITECTURE.md, "Limits"): a ValidateRequest carries the claims and the offered passages.
             max_receive_message_bytes=4 * 1024 * 1024,
             warm_up=self.warm_up,
-            close=lambda: None,
+            close=self.validator.close,
         )
 
 

@@ -8,7 +8,9 @@ finding CHECK_UNAVAILABLE and the claim's support is UNRESOLVED.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Protocol
 
@@ -61,6 +63,10 @@ class OfferedPassage:
     page_end: int = 0
     page_label_start: str = ""
     page_label_end: str = ""
+    # As offered: the support decision reads the stored title and headings; these only let it start
+    # before the reload (_decide_ahead), and count only where they equal the stored ones.
+    title: str = ""
+    heading_context: str = ""
 
     @property
     def pages(self) -> tuple[int, int, str, str]:
@@ -208,6 +214,12 @@ class Validator:
         self.policy = policy
         self.support = support_model
         self.reload_timeout = reload_timeout
+        # The reload runs here while the request's thread decides support ahead (_decide_ahead):
+        # as many at once as the server has workers (kit ServerSettings.max_workers, 16).
+        self._reloads = ThreadPoolExecutor(max_workers=16, thread_name_prefix="validator-reload")
+
+    def close(self) -> None:
+        self._reloads.shutdown(wait=False, cancel_futures=True)
 
     @property
     def support_model(self) -> str:
@@ -270,14 +282,15 @@ class Validator:
         })
         loaded: Loaded | None = None
         unavailable = ""
+        ahead: dict[tuple[str, tuple[support_mod.Evidence, ...]], support_mod.Decision] = {}
         if to_reload:
-            with stage("citation_validator", "validator.reload", passages=len(to_reload)) as span:
-                try:
-                    loaded = self.store.load(to_reload, self.reload_timeout)
-                    span.set_attribute("citetrace.not_found", len(loaded.not_found))
-                except StoreUnavailable as exc:
-                    unavailable = str(exc) or "the store of record did not answer"
-                    span.set_attribute("citetrace.outcome", "unavailable")
+            # The reload waits on the store of record; a local support model decides meanwhile.
+            reload: Future = self._reloads.submit(contextvars.copy_context().run, self._reload, to_reload)
+            try:
+                if self.support.local:
+                    ahead = self._decide_ahead(claims, by_label, ambiguous, tenant_id)
+            finally:
+                loaded, unavailable = reload.result()
 
         passage_findings: dict[str, tuple[list[Finding], StoredPassage | None]] = {}
 
@@ -307,11 +320,39 @@ class Validator:
         results: list[ClaimResult] = []
         with stage("citation_validator", "validator.support", claims=len(claims)) as span:
             for claim in claims:
-                results.append(self._claim(claim, check_label, duplicate_claim_ids, by_label))
+                results.append(self._claim(claim, check_label, duplicate_claim_ids, ahead))
             for verdict in (SUPPORTED, UNSUPPORTED, UNRESOLVED):
                 span.set_attribute(f"citetrace.{verdict.lower()}", sum(1 for r in results if r.support == verdict))
         passed = not answer_findings and all(not r.findings and r.support == SUPPORTED for r in results)
         return ValidationResult(results, answer_findings, passed, self.policy.version, self.support_model)
+
+    def _reload(self, passage_ids: list[str]) -> tuple[Loaded | None, str]:
+        """(the passages the store of record returns, or None and why it did not answer)."""
+        with stage("citation_validator", "validator.reload", passages=len(passage_ids)) as span:
+            try:
+                loaded = self.store.load(passage_ids, self.reload_timeout)
+            except StoreUnavailable as exc:
+                span.set_attribute("citetrace.outcome", "unavailable")
+                return None, str(exc) or "the store of record did not answer"
+            span.set_attribute("citetrace.not_found", len(loaded.not_found))
+            return loaded, ""
+
+    def _decide_ahead(self, claims: list[ClaimIn], by_label: dict[str, list[OfferedPassage]], ambiguous: set[str],
+                      tenant_id: str) -> dict[tuple[str, tuple[support_mod.Evidence, ...]], support_mod.Decision]:
+        """Each claim's support decision on its cited passages as offered, made while they are
+        reloaded. Keyed by exactly what the decision read: _claim uses one only where the evidence
+        that passed the checks, read from the store of record, is the same (so a passage whose text,
+        title or headings differ from the offer, or that fails a check, is decided again)."""
+        out = {}
+        with stage("citation_validator", "validator.support_ahead", claims=len(claims)):
+            for claim in claims:
+                items = [by_label[label][0] for label in dict.fromkeys(claim.labels)
+                         if label in by_label and label not in ambiguous]
+                if not items or any(not i.passage_id or i.tenant_id != tenant_id for i in items):
+                    continue
+                evidence = tuple(support_mod.Evidence(i.text, i.title, i.heading_context) for i in items)
+                out[(claim.text, evidence)] = self.support.decide(claim.text, list(evidence))
+        return out
 
     def _check_passage(self, tenant_id: str, item: OfferedPassage, loaded: Loaded | None, unavailable: str,
                        as_of: datetime) -> tuple[StoredPassage | None, list[Finding]]:
@@ -371,7 +412,7 @@ class Validator:
                                     + (f" (superseded by {stored.superseded_by[:12]}…)" if stored.superseded_by else "")))
         return stored, findings
 
-    def _claim(self, claim: ClaimIn, check_label, duplicate_claim_ids: set[str], by_label) -> ClaimResult:
+    def _claim(self, claim: ClaimIn, check_label, duplicate_claim_ids: set[str], ahead) -> ClaimResult:
         findings: list[Finding] = []
         if claim.claim_id in duplicate_claim_ids:
             findings.append(Finding(DUPLICATE_CLAIM_ID, "", "", f"claim_id {claim.claim_id} is not unique"))
@@ -408,7 +449,7 @@ class Validator:
         elif not evidence:
             verdict, score, reason = UNSUPPORTED, 0.0, "no cited evidence passed the structural checks"
         else:
-            decision = self.support.decide(claim.text, evidence)
+            decision = ahead.get((claim.text, tuple(evidence))) or self.support.decide(claim.text, evidence)
             verdict, score, reason = decision.verdict, decision.score, decision.reason
             if decision.unavailable:  # the judge could not decide: never a silent pass
                 verdict = UNRESOLVED

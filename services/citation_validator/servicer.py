@@ -36,6 +36,7 @@ def to_domain(request: pb.ValidateRequest):
             content_sha256=ident.content_sha256, source_anchor=ident.source_anchor,
             source_class=ident.source_class, text=item.passage.text, page_start=ident.page_start,
             page_end=ident.page_end, page_label_start=ident.page_label_start, page_label_end=ident.page_label_end,
+            title=item.passage.title, heading_context=item.passage.heading_context,
         ))
     return claims, offered, field_time(request, "as_of")
 

@@ -42,6 +42,12 @@ class SupportModel(Protocol):
     def version(self) -> str:
         """Names the exact model (weights and thresholds) behind every decision."""
 
+    @property
+    def local(self) -> bool:
+        """A decision runs in this process, costs only CPU and touches nothing outside: the validator
+        may then make it while the cited passages are reloaded (keeping it only where the reloaded
+        evidence is exactly what it read). A remote judge is asked only about evidence that passed."""
+
     def warm_up(self) -> None:
         """Loads what the model needs (weights, embedding model); fails loudly on a bad file."""
 

@@ -102,6 +102,8 @@ def review_reason(features: dict[str, float], match_floor: float, local_sentence
 
 
 class EmbeddedSupportModel:
+    local = True  # SupportModel.local: decided in this process, CPU only
+
     def __init__(self, weights_file: Path | str | None = None, embedder=None) -> None:
         self.weights = Weights.load(weights_file)
         self._embedder = embedder

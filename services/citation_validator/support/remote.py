@@ -48,6 +48,8 @@ def build_messages(claim: str, evidence: list[Evidence]) -> list[dict[str, str]]
 
 
 class RemoteJudge:
+    local = False  # SupportModel.local: every decision is a call to the endpoint
+
     def __init__(self, base_url: str, model: str = "", api_key: str = "", timeout_seconds: float = 10.0,
                  response_format: str = "json_schema", transport: httpx.BaseTransport | None = None) -> None:
         if not base_url.strip():
