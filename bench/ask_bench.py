@@ -409,6 +409,23 @@ def own_cpu_seconds() -> float:
     return times.user + times.system
 
 
+def wait_quiet(pids: dict[str, int], busy_share: float = 0.03, window: float = 0.5, limit: float = 60.0) -> float:
+    """Seconds waited until the processes together used under `busy_share` of one core over
+    `window` seconds (at most `limit`): the trace records of the level before are delivered, and
+    the stack's other background work done, before a level is measured. Only this process's own
+    CPU counts when `pids` is empty (in-process: its background threads)."""
+    def used() -> float:
+        return sum(process_cpu_seconds(pid) for pid in pids.values()) if pids else own_cpu_seconds()
+
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        before = used()
+        time.sleep(window)
+        if used() - before < busy_share * window:
+            break
+    return round(time.monotonic() - started, 1)
+
+
 def run_levels(name: str, ask, questions, levels: list[int], asks_per_level: dict[int, int], urls: list[str],
                server_pids: dict[str, int] | None = None) -> list:
     """server_pids: the service processes (their CPU is the server side; this process is the client).
@@ -416,6 +433,7 @@ def run_levels(name: str, ask, questions, levels: list[int], asks_per_level: dic
     rows = []
     for concurrency in levels:
         total = asks_per_level[concurrency]
+        quiet_wait = wait_quiet(server_pids or {})
         before = scrape(urls)
         load_before = os.getloadavg()[0]
         pids = server_pids or {}
@@ -433,6 +451,7 @@ def run_levels(name: str, ask, questions, levels: list[int], asks_per_level: dic
             "cpu_bound_asks_per_s": round((os.cpu_count() or 1) / (server_cpu / total), 1) if server_cpu else None,
         }
         row["load_average_1m"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
+        row["quiet_wait_seconds"] = quiet_wait
         row["stages"] = stage_breakdown(before, scrape(urls), total)
         progress(f"{name} c={concurrency}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, p99 {row['p99_ms']} ms, "
                  f"{row['asks_per_s']} asks/s, {row['errors']} errors, server CPU {row['cpu_ms_per_ask']['server']} "
