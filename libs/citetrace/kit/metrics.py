@@ -61,7 +61,7 @@ DESIGN_STAGES = {
     "orchestrator": ("orchestrator.ask", "orchestrator.route"),
     "retrieval": ("retrieval.search", "retrieval.embed", "retrieval.lexical", "retrieval.vector", "retrieval.fuse"),
     "generation": ("generation.generate",),
-    "citation_validator": ("validator.validate", "validator.reload", "validator.support", "validator.support_ahead"),
+    "citation_validator": ("validator.validate", "validator.reload", "validator.support"),
     "scheduler_gateway": ("scheduler.find_slots",),
     "trace": ("trace.record",),
 }
