@@ -346,11 +346,17 @@ class ExtractiveBackend:
     def generate(self, request: GenerationRequest) -> Generated:
         offered = {p.label: p for p in request.passages}
         # Evidence about someone or somewhere else answers nothing (relevance.py, signal 2).
-        if relevance.missing_entities(request.question, [f"{p.title} {p.heading_context} {p.text}"
-                                                         for p in request.passages]):
+        read = [f"{p.title} {p.heading_context} {p.text}" for p in request.passages]
+        if relevance.missing_entities(request.question, read):
             return Generated([], MODEL_ID, self._prompt_version(self._by_meaning(request)), self.settings())
         meaning = self._by_meaning(request)
         candidates = self.candidates(request)
+        # Nor does evidence that never mentions the thing asked for (signal 3), unless a unit says it
+        # in other words: as close in meaning as a lead by meaning alone ("translators" answered by
+        # "Interpreters").
+        if relevance.missing_asked_thing(request.question, read, request.place_names) and \
+                not any(c.sem >= SEMANTIC_LEAD for _, c in candidates):
+            return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
         excluded_labels: set[str] = set()

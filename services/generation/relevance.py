@@ -18,6 +18,11 @@ One rule, two signals, both explainable from the question and the offered passag
 2. Named entities. A provider named with a title ("Dr. Quinn Nobody") or a place named with a place
    noun ("Cedar Main Street Clinic") whose distinctive words occur in none of the offered passages
    means the evidence is about someone or somewhere else: no claim at all.
+3. The thing asked for. A question whether the clinic offers or has something ("Do you offer teeth
+   whitening?", "Is there an EV charger in the lot?", "Can I get my COVID booster there?", "Har dere
+   ...?") names it; when the offered passages never mention its informative words, nothing offered
+   can confirm or deny it, however close the topic ("Parking in the plaza lot is free"): no claim at
+   all (`missing_asked_thing`).
 
 If no sentence qualifies, the generator returns no claims and the part abstains honestly.
 """
@@ -319,6 +324,90 @@ def missing_entities(question: str, passage_texts: list[str]) -> list[str]:
         if words and not all(w in vocabulary for w in words):
             missing.append(entity.surface)
     return missing
+
+
+# Signal 3: what an offer or existence question asks for ("do you offer X", "is there X", "can I bring
+# X", "har dere X", "finnes det X", "kan jeg ta med X"), up to the first clause boundary. Not "can I
+# get / have X": its object is as often what the question is not about ("can I have a coffee before
+# my bloods", "could I get a scan done on a Sunday": when, not what).
+_YOU = (r"(?:you|ye|u|ya|yous|youse|y'all|you guys|your (?:clinic|practice|surgery|office|team|staff|doctors?|"
+        r"nurses?)|the (?:clinic|practice|surgery|office))")
+_ASKED_THING = re.compile(
+    rf"\b(?:do|does|can|could|will|would)\s+{_YOU}\s+(?:offer|have|do|provide|give|sell|stock|run|fit|perform|"
+    r"carry out|accept|take)\s+(?P<offer>[^,.;:!?]+)"
+    r"|\b(?:is|are)\s+there\s+(?P<there>[^,.;:!?]+)"
+    r"|\b(?:can|could|may)\s+(?:i|we)\s+bring\s+(?P<bring>[^,.;:!?]+)"
+    r"|\b(?:har|tilbyr|gir|tar)\s+dere\s+(?P<har>[^,.;:!?]+)"
+    r"|\bfinnes det\s+(?P<finnes>[^,.;:!?]+)"
+    r"|\bkan (?:jeg|vi|eg) ta med\s+(?P<ta_med>[^,.;:!?]+)", re.IGNORECASE)
+_THING_END = re.compile(
+    r"\s(?:and|but|so|because|while|when|if|at|in|into|on|onto|for|with|from|to|during|before|after|by|near|"
+    r"about|like|who|that|which|where|you|ye|u|i|we|she|he|they|it|og|men|på|i|hos|til|med|når|hvis|fordi|som|"
+    r"jeg|eg|vi|hun|han|de|dere)\s", re.IGNORECASE)
+# Words of the thing that do not say what it is: determiners, pronouns, "appt", a possibility ("is
+# there any chance / way"), when ("åpent fredag ettermiddag", "open on Sunday"), or only the kind of
+# question (KIND_WORDS: "is there a fee").
+_THING_FILLER = _stems("""any some a an the my our your his her their this that these those way ways someone
+    anyone somebody anybody something anything somewhere anywhere one ones it them appt appts apt chance
+    possibility option options point reason need noen noe en et ei min mitt mine sjanse mulighet open opening
+    opened åpen åpent
+    monday tuesday wednesday thursday friday saturday sunday weekend weekends morning mornings afternoon
+    evening evenings night nights mandag tirsdag onsdag torsdag fredag lørdag søndag helg helga helgen morgen
+    formiddag ettermiddag kveld kvelden natt""") | KIND_WORDS
+# A word of the thing this informative (IDF, citetrace.idf) must occur in the offered passages; a
+# thing without one needs its most informative word.
+THING_IDF_FLOOR = 5.0
+
+
+def asked_things(question: str, place_names: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
+    """(the thing, its informative stems) of every offer or existence question it asks."""
+    from citetrace.idf import shipped
+
+    idf = shipped()
+    names = _name_words(question, place_names)
+    out = []
+    for match in _ASKED_THING.finditer(question_sentences(question)):
+        thing = next(g for g in match.groups() if g)
+        thing = _THING_END.split(f" {thing} ", maxsplit=1)[0].strip()
+        stems = [t for t in terms(thing) if t not in GENERIC and t not in NORWEGIAN and t not in _STOP_STEMS
+                 and t not in _THING_FILLER and t not in names]
+        if not stems:
+            continue
+        ranked = sorted(stems, key=lambda t: (-idf.idf(t), t))
+        informative = tuple(t for t in ranked if idf.idf(t) >= THING_IDF_FLOOR) or tuple(ranked[:1])
+        out.append((thing, informative))
+    return out
+
+
+def _mentioned(stem: str, vocabulary: frozenset[str]) -> bool:
+    """The stem occurs (covers(): the same stem or a shared prefix of 5+ letters), or a word one
+    typing slip away does (6+ letters: "wheelchiar")."""
+    if covers(stem, vocabulary):
+        return True
+    return len(stem) >= 6 and any(abs(len(v) - len(stem)) <= 1 and _one_slip(stem, v) for v in vocabulary)
+
+
+def _one_slip(a: str, b: str) -> bool:
+    """One letter added, dropped, changed, or two neighbours swapped."""
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k in range(len(a)) if a[k] != b[k]), len(a))
+    if len(a) < len(b):
+        return a[i:] == b[i + 1:]
+    return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
+
+
+def missing_asked_thing(question: str, passage_texts: list[str], place_names: tuple[str, ...] = ()) -> str:
+    """The thing an offer or existence question asks for whose informative words occur in no
+    offered passage ("" when there is none)."""
+    asked = asked_things(question, place_names)
+    if not asked:
+        return ""
+    vocabulary = frozenset().union(*(terms(text) for text in passage_texts))
+    for thing, informative in asked:
+        if not all(_mentioned(t, vocabulary) for t in informative):
+            return thing
+    return ""
 
 
 # Sentence openings that the place pattern may pick up ("Is Northgate Family Clinic ...").
