@@ -342,6 +342,7 @@ _ASKED_THING = re.compile(
     r"|\bkan (?:jeg|vi|eg) ta med\s+(?P<ta_med>[^,.;:!?]+)", re.IGNORECASE)
 _THING_END = re.compile(
     r"\s(?:and|but|so|because|while|when|if|at|in|into|on|onto|for|with|from|to|during|before|after|by|near|"
+    r"between|around|outside|inside|across|ved|mellom|utenfor|"
     r"about|like|who|that|which|where|you|ye|u|i|we|she|he|they|it|og|men|på|i|hos|til|med|når|hvis|fordi|som|"
     r"jeg|eg|vi|hun|han|de|dere)\s", re.IGNORECASE)
 # Words of the thing that do not say what it is: determiners, pronouns, "appt", a possibility ("is
