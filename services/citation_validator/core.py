@@ -346,6 +346,8 @@ class Validator:
         out = {}
         with stage("citation_validator", "validator.support_ahead", claims=len(claims)):
             for claim in claims:
+                if self.policy.claim_type(claim.claim_type) == "NON_FACTUAL" and not states_rule(claim.text):
+                    continue  # needs no evidence (_claim)
                 items = [by_label[label][0] for label in dict.fromkeys(claim.labels)
                          if label in by_label and label not in ambiguous]
                 if not items or any(not i.passage_id or i.tenant_id != tenant_id for i in items):
