@@ -68,6 +68,18 @@ RULES = load_rules()
     "everyone would be better off without me and I've got the tablets ready",
     "honestly dont think ill be around by then",
     "his right arm has gone weak and he can't get his words out",
+    # the eye's red flags (a class of emergency triage): a chemical or something driven into the eye,
+    # sight gone dark or lost, a curtain over it, a sudden shower of floaters, severe pain with vomiting;
+    # and "20 min ago" timed in minutes, abbreviated, is present
+    "bleach went in my son's eye",
+    "i splashed some cleaning spray into my eye",
+    "a curtain came down over the vision in my right eye",
+    "suddenly loads of floaters and flashes in my left eye since this morning",
+    "a bit of metal flew into my eye at work",
+    "severe eye pain with a headache and im throwing up",
+    "the sight in my right eye went dark about 10 mins ago",
+    "jeg fikk klor i øyet",
+    "synet ble helt svart på venstre øye",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -117,6 +129,13 @@ def test_red_flags_discarded_with_a_reason(text, why):
     # a negation between the pregnancy and the bleeding, and a red flag compounded into a clinic's name
     "Gravid i uke 20 uten blødning, når er ultralyden?",
     "Hva er adressen til brystsmerteklinikken?",
+    # everyday eye questions: floaters for years, dilation drops, dry eyes, the drops' contents, a lost
+    # sight-test letter
+    "ive had floaters for years, is that ok",
+    "can i drive after the dilation drops",
+    "my eyes are dry and itchy",
+    "do the eye drops have chemicals in them",
+    "i lost my sight test paperwork",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
