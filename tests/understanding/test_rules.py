@@ -80,6 +80,10 @@ RULES = load_rules()
     "the sight in my right eye went dark about 10 mins ago",
     "jeg fikk klor i øyet",
     "synet ble helt svart på venstre øye",
+    # "fitting" said of someone is having fits
+    "My toddler has been fitting for about three minutes",
+    "my son is fitting and wont stop",
+    "shes fitting again",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -136,6 +140,10 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "my eyes are dry and itchy",
     "do the eye drops have chemicals in them",
     "i lost my sight test paperwork",
+    # a fitting as an appointment (lenses, hearing aids, braces) is no seizure
+    "going for a contacts fitting tmrw, should i wear my glasses",
+    "hearing aid fitting is wednesday, can i push it to next week",
+    "how long does a contact lens fitting take",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
