@@ -33,6 +33,8 @@ import dataclasses
 import re
 import unicodedata
 
+from citetrace.idf import shipped as shipped_idf
+
 from services.generation import claimtext
 
 _STEM = claimtext.stem
@@ -362,9 +364,7 @@ THING_IDF_FLOOR = 5.0
 
 def asked_things(question: str, place_names: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
     """(the thing, its informative stems) of every offer or existence question it asks."""
-    from citetrace.idf import shipped
-
-    idf = shipped()
+    idf = shipped_idf()
     names = _name_words(question, place_names)
     out = []
     for match in _ASKED_THING.finditer(question_sentences(question)):

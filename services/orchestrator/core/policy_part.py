@@ -322,9 +322,9 @@ class PolicyPart:
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names)
         merged = prefer_local(own, grounded)
-        return without_overridden(merged, overridden_claims(merged, plan.intent, self._claim_qualifiers(ctx, merged)))
+        return without_overridden(merged, overridden_claims(merged, plan.intent, self._claim_qualifiers(merged)))
 
-    def _claim_qualifiers(self, ctx: PartContext, grounded: Grounded):
+    def _claim_qualifiers(self, grounded: Grounded):
         """claim ID -> the specialties and appointment types its text and cited passages' title and
         headings name."""
         best = grounded.best
