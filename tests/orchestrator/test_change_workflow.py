@@ -304,9 +304,11 @@ class ScopedRetrieval(Retrieval):
 
     SCOPES = {"pass-1": ("ver-1", ()), "pass-2": ("ver-2", ("acme-harbor",))}
 
-    def __init__(self, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT, says_versions=False):
+    def __init__(self, local_text=REVIEW_TEXT, general_text=GENERAL_TEXT, says_versions=False,
+                 general_heading="Rescheduling"):
         super().__init__(general_text)
         self.local_text = local_text
+        self.general_heading = general_heading
         self.says_versions = says_versions  # the search reports each hit's version (SearchResponse.versions)
         self.version_lookups = []
 
@@ -317,7 +319,8 @@ class ScopedRetrieval(Retrieval):
                                          ("acme-imaging-changes", self.local_text)), start=1):
             ident = m.PassageIdentity(f"pass-{n}", "acme-health", doc, f"ver-{n}", 0, len(text), "d" * 64,
                                       "Rescheduling", "cancellation_policy")
-            hits.append(m.Hit(m.Passage(ident, text, "Rescheduling", doc), f"S{n}", fused_rank=n))
+            heading = self.general_heading if n == 1 else "Rescheduling"
+            hits.append(m.Hit(m.Passage(ident, text, heading, doc), f"S{n}", fused_rank=n))
         versions = self.versions_of_hits(["pass-1", "pass-2"]) if self.says_versions else ()
         return m.SearchResult(tuple(hits), m.RetrievalSettings(backend="embedded"), tuple(versions))
 
@@ -550,12 +553,106 @@ def test_a_clinic_stating_the_asked_rule_the_answer_leaves_out_makes_the_answer_
     assert [cl.text for cl in fasting.claims] == [FASTING_TEXT]
 
 
-def test_at_a_named_clinic_a_tenant_wide_rule_its_own_passage_agrees_with_stands():
+def test_at_a_named_clinic_its_own_statement_answers_even_where_it_agrees_with_the_tenant_wide_rule():
+    """The generator chose the tenant-wide claim; the clinic's own passage was found and states the
+    rule there: the clinic's statement is the answer (its own page holds there, agreeing or not), the
+    tenant-wide claim stays in the record with its verdict, unshown."""
     general = "Missed appointment (no call, no show): $60."
     harbor = "Harbor charges the same $60 for a missed appointment."
     ports = Downstream(Scheduler([]), ScopedRetrieval(harbor, general), FirstPassageGeneration(), CitingValidator())
-    core = build_core(Settings(port=0, metrics_port=-1), ports, Sink())
+    sink = Sink()
+    core = build_core(Settings(port=0, metrics_port=-1), ports, sink)
     response = core.ask(AskRequest(PATIENT, "What is the fee for a missed appointment at Harbor Imaging Center?",
                                    AS_OF)).response
-    assert ports.generation.offered == [("S1", "S2")]
+    assert ports.generation.offered == [("S1", "S2"), ("S2",)]
+    assert [(cl.text, cl.citations[0].document_id) for cl in response.parts[0].claims] == [
+        (harbor, "acme-imaging-changes")]
+    assert response.parts[0].outcome == c_pb.PART_OUTCOME_ANSWERED
+    (record,) = sink.records
+    assert [(cr.claim.text, cr.shown) for cr in record.parts[0].claims] == [(general, False), (harbor, True)]
+
+
+class LeadingGeneration:
+    """A generator that answers only the questions it is told to: `leads` maps words of a question
+    (as the generator reads it: without the resolved clinic's name) to the passage text it answers
+    with, the first that is offered; any other question gets no claim (a generator that finds
+    nothing in the passages about it)."""
+
+    def __init__(self, leads):
+        self.leads, self.asked = leads, []
+
+    def generate(self, request, timeout):
+        self.asked.append((request.question, tuple(lp.label for lp in request.passages)))
+        chosen = [lp for words, lead in self.leads.items() if words in request.question
+                  for lp in request.passages if lp.passage.text == lead]
+        claims = (m.Claim("c1", chosen[0].passage.text, (chosen[0].label,), m.ClaimType.GENERAL_POLICY),) \
+            if chosen else ()
+        return m.GenerationResult(claims, m.GeneratorInfo("extractive"), len(request.passages), 0,
+                                  labels_offered=tuple(lp.label for lp in request.passages))
+
+
+CHILDREN_GENERAL = ("Children under 16 must be accompanied by a parent, a legal guardian, or another adult "
+                    "the parent has named in a signed note.")
+CHILDREN_HARBOR = ("Everyone under 19 must be brought by a parent or legal guardian; we can't accept a signed "
+                   "note for another adult.")
+CHILDREN_QUESTION = "Can our nanny bring my daughter to Harbor Imaging Center if I write a permission note?"
+CHILDREN_ASKED = "if I write a permission note"
+
+
+def _children(leads):
+    ports = Downstream(Scheduler([]), ScopedRetrieval(CHILDREN_HARBOR, CHILDREN_GENERAL), LeadingGeneration(leads),
+                       CitingValidator())
+    sink = Sink()
+    response = build_core(Settings(port=0, metrics_port=-1), ports, sink).ask(
+        AskRequest(PATIENT, CHILDREN_QUESTION, AS_OF)).response
+    return response.parts[0], ports.generation.asked, sink
+
+
+def test_at_a_named_clinic_its_counterpart_of_the_tenant_wide_claim_answers_when_the_question_finds_nothing_there():
+    """Asked of the clinic's own passages, the question finds nothing (worded unlike the page); the
+    tenant-wide claim shown, asked of them, finds the clinic's version of that rule: it is the answer."""
+    part, asked, sink = _children({CHILDREN_ASKED: CHILDREN_GENERAL, CHILDREN_GENERAL: CHILDREN_HARBOR})
+    question = asked[0][0]
+    assert "Harbor" not in question  # the resolved clinic is no topic (question_for_generation)
+    assert asked == [(question, ("S1", "S2")), (question, ("S2",)), (CHILDREN_GENERAL, ("S2",))]
+    assert [cl.text for cl in part.claims] == [CHILDREN_HARBOR]
+    assert part.claims[0].citations[0].document_id == "acme-imaging-changes"
+    (record,) = sink.records
+    assert [(cr.claim.text, cr.shown) for cr in record.parts[0].claims] == [
+        (CHILDREN_GENERAL, False), (CHILDREN_HARBOR, True)]
+
+
+def test_at_a_named_clinic_whose_own_passages_state_nothing_of_it_the_tenant_wide_claim_stands():
+    part, asked, _ = _children({CHILDREN_ASKED: CHILDREN_GENERAL})
+    assert len(asked) == 3  # the whole offering, then the clinic's passages for the question and for the claim
+    assert [cl.text for cl in part.claims] == [CHILDREN_GENERAL]
+    assert part.outcome == c_pb.PART_OUTCOME_ANSWERED
+
+
+def test_a_tenant_wide_rule_for_the_asked_appointment_type_is_not_replaced_by_the_clinics_rule_for_every_other():
+    """The tenant-wide claim is the MRI rule asked about; the clinic's own passage is its rule for
+    every appointment: whom each is for differs, and the precise one stands."""
+    general = "Patients booked for an MRI scan should arrive 25 minutes before the appointment."
+    harbor = "For every other appointment at Harbor, arrive 10 minutes early."
+    ports = Downstream(Scheduler([]), ScopedRetrieval(harbor, general),
+                       LeadingGeneration({"arrive for my MRI scan": general, general: harbor}), CitingValidator())
+    response = build_core(Settings(port=0, metrics_port=-1), ports, Sink()).ask(
+        AskRequest(PATIENT, "How early should I arrive for my MRI scan at Harbor Imaging Center?", AS_OF)).response
+    assert len(ports.generation.asked) == 3  # the clinic's counterpart was found, and set aside
+    assert [cl.text for cl in response.parts[0].claims] == [general]
+
+
+def test_a_tenant_wide_rule_for_what_was_asked_stands_where_the_clinics_own_page_says_nothing_of_it():
+    """'allergy skin testing' is in no lexicon; the clinic's page never mentions it, the question and
+    the tenant-wide rule's heading do: where the clinic's page says nothing, the tenant-wide rule
+    applies. A word of how the question is asked ("arrive") is no such thing."""
+    general = "Patients booked for allergy skin testing should arrive 25 minutes before the appointment."
+    harbor = "For every other appointment at Harbor, arrive 10 minutes early."
+    retrieval = ScopedRetrieval(harbor, general, general_heading="Arrival for allergy skin testing")
+    ports = Downstream(Scheduler([]), retrieval,
+                       LeadingGeneration({"allergy skin testing": general, "arrive": harbor}), CitingValidator())
+    response = build_core(Settings(port=0, metrics_port=-1), ports, Sink()).ask(AskRequest(
+        PATIENT, "How many minutes before allergy skin testing should I arrive at Harbor Imaging Center?",
+        AS_OF)).response
+    assert len(ports.generation.asked) == 2  # the clinic's own answer was found, and set aside
     assert [cl.text for cl in response.parts[0].claims] == [general]

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from citetrace import textnorm
 from citetrace.identity import pinned_link
+from citetrace.idf import shipped as shipped_idf
 from citetrace.kit.errors import DomainError
 from citetrace.kit.metrics import PASSAGES_OFFERED
 
@@ -154,6 +155,10 @@ def _words(text: str) -> list[str]:
 
 
 # Words every policy sentence may use, which say nothing of what its rule is about.
+# A word that names a specific thing ("allergy" 6.4, "retina" 6.0), not how a question is asked
+# ("early" 2.3, "bring" 3.8) or what every rule is about: the IDF floor of the generator's asked
+# thing (services/generation/relevance.py, THING_IDF_FLOOR), chosen there.
+SPECIFIC_IDF = 5.0
 _UNSPECIFIC_STEMS = frozenset(textnorm.stem(w) for w in GENERIC_WORDS | {"appointment", "patient"})
 
 
@@ -283,7 +288,7 @@ class PolicyPart:
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, found, offered, grounded)
         elif route.location is not None and grounded.unavailable is None:
-            grounded = self._own_rule_alone(plan, ctx, found, grounded)
+            grounded = self._own_rule_alone(plan, ctx, found, offered, grounded)
         out.generation = grounded.generation
         out.claim_attempts = grounded.claim_attempts
         out.source_policy_version = grounded.source_policy_version
@@ -360,32 +365,86 @@ class PolicyPart:
                   if v.status == VersionStatus.APPROVED and location_id in v.location_scope}
         return {lp.passage.identity.passage_id for lp in passages if lp.passage.identity.version_id in scoped}
 
-    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, found: SearchResult, grounded: Grounded) -> Grounded:
-        """A question at a named clinic whose answer shows a claim only the clinic's own passage
-        states beside one only tenant-wide passages state: the clinic's rule overrides the
-        tenant-wide one there, and shown together they can contradict ("Patients can park free of
-        charge ..." then "Harbour Exchange has no parking for clinic patients"). The question is
-        answered again from the clinic's own offered passages alone (scopes from the store of
-        record), through the same generate-and-validate loop; when that shows a claim about what
-        was asked (not about a specialty or appointment type the question did not ask), it is the
-        answer, and the mixed one stays in the evidence unshown. A claim both kinds of passage state
-        word for word agrees with the clinic and makes nothing mixed."""
+    def _own_rule_alone(self, plan: PartPlan, ctx: PartContext, found: SearchResult,
+                        offered: tuple[LabelledPassage, ...], grounded: Grounded) -> Grounded:
+        """A question at a named clinic: the clinic's own rule overrides a tenant-wide one there
+        (conflicts.py), so an answer that shows a tenant-wide-only claim while the clinic's own
+        passages were offered is asked again of those passages alone, through the same
+        generate-and-validate loop. Two shapes of answer:
+        - mixed: a claim only the clinic's own passage states beside one only tenant-wide passages
+          state; shown together they can contradict ("Patients can park free of charge ..." then
+          "Harbour Exchange has no parking for clinic patients");
+        - unheard: no shown claim cites the clinic's own passages at all, though they were found
+          ("check in 10 minutes before" for every clinic, chosen over the clinic's "Arrive 30 minutes
+          before", which the generator left out).
+        When the pass over the clinic's own passages shows a claim about what was asked (not about a
+        specialty or appointment type the question did not ask), it is the answer, and the other
+        stays in the evidence unshown. A claim both kinds of passage state word for word agrees with
+        the clinic and makes nothing mixed. Scopes come from the store of record."""
         best = grounded.best
         if best is None or not best.factual_shown:
             return grounded
-        local_ids = self._scoped_to_the_location(ctx, found, best.given, "own rule")
-        cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations}
-                 for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
-        if not any(ids <= local_ids for ids in cites) or not any(not ids & local_ids for ids in cites):
-            return grounded  # nothing the clinic's own passage alone states beside a tenant-wide-only claim
-        local = tuple(lp for lp in best.given if lp.passage.identity.passage_id in local_ids)
+        local_ids = self._scoped_to_the_location(ctx, found, offered, "own rule")
+        cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations} for claim in self._shown_factual(best)]
+        general_only = any(not ids & local_ids for ids in cites)
+        mixed = general_only and any(ids <= local_ids for ids in cites)
+        unheard = bool(local_ids) and all(not ids & local_ids for ids in cites)
+        if not (mixed or unheard):
+            return grounded
+        local = tuple(lp for lp in offered if lp.passage.identity.passage_id in local_ids)
         asked = question_for_generation(plan, ctx.route, local)
-        own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
-                                   place_names=asked.place_names)
-        if own.best is None or not any(self._about_what_was_asked(ctx, own.best, claim)
-                                       for claim in own.best.generated.claims):
+        own = self._local_answer(plan, ctx, asked.text, local, asked.place_names)
+        if own is None:
+            # The clinic's counterpart of what the answer states: the tenant-wide claims shown,
+            # asked of the clinic's own passages. The claims answer the question; the clinic's
+            # version of their rule answers it there ("Everyone under 19 must be brought by a parent
+            # or legal guardian" for "Children under 16 must be accompanied by a parent, ... or
+            # another adult the parent has named in a signed note"), however differently the
+            # question is worded from the clinic's page.
+            general = " ".join(claim.text for claim, ids in zip(self._shown_factual(best), cites, strict=True)
+                               if not ids & local_ids)
+            own = self._local_answer(plan, ctx, general, local, asked.place_names)
+        if own is None or self._more_precise(plan, grounded, own, local, [ids & local_ids for ids in cites]):
             return grounded
         return only_local(own, grounded)
+
+    def _more_precise(self, plan: PartPlan, general: Grounded, local: Grounded,
+                      local_passages: tuple[LabelledPassage, ...], local_cited: list[set[str]]) -> bool:
+        """A tenant-wide claim shown is the rule for what was asked, which the clinic's answer does
+        not replace ("where this page says nothing, the group-wide rules apply"):
+        - it is for a specialty or appointment type (read from the claim and its passages' title and
+          headings) that no claim of the clinic's answer is for; or
+        - its passage's title or headings name a specific thing (a word of SPECIFIC_IDF or more, not a
+          word of how a question is asked: "early", "bring") that the question names too and none of
+          the clinic's own passages mention ("Arrival for allergy skin testing" for "how many minutes
+          before allergy skin testing should I arrive?", against the clinic's "For every other
+          appointment, arrive 10 minutes early", on a page that says nothing of allergy)."""
+        tenant_wide = [claim for claim, cited in zip(self._shown_factual(general.best), local_cited, strict=True)
+                       if not cited]
+        general_of, local_of = self._claim_qualifiers(general), self._claim_qualifiers(local)
+        own = {q for claim in self._shown_factual(local.best) for q in local_of(claim.claim_id)}
+        if any(general_of(claim.claim_id) - own for claim in tenant_wide):
+            return True
+        asked = _content_stems(" ".join(plan.clauses))
+        subject = _content_stems(" ".join(cited_context(general.best, claim.claim_id) for claim in tenant_wide))
+        mentioned = _content_stems(" ".join(f"{lp.passage.title} {lp.passage.heading_context} {lp.passage.text}"
+                                            for lp in local_passages))
+        idf = shipped_idf()
+        return any(idf.idf(term) >= SPECIFIC_IDF for term in (asked & subject) - mentioned)
+
+    @staticmethod
+    def _shown_factual(best: Attempt) -> list:
+        return [claim for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
+
+    def _local_answer(self, plan: PartPlan, ctx: PartContext, question: str, local: tuple[LabelledPassage, ...],
+                      place_names: tuple[str, ...]) -> Grounded | None:
+        """The answer from a clinic's own passages alone (the same generate-and-validate loop), or
+        None when it shows no claim about what was asked."""
+        own = self.answerer.answer(question, plan.intent, local, ctx.request.as_of, ctx.calls, place_names=place_names)
+        if own.best is None or not any(self._about_what_was_asked(ctx, own.best, claim)
+                                       for claim in own.best.generated.claims):
+            return None
+        return own
 
     def _about_what_was_asked(self, ctx: PartContext, best: Attempt, claim) -> bool:
         """A shown factual claim none of whose passages is about a specialty or appointment type
