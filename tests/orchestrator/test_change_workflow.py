@@ -536,10 +536,12 @@ HARBOR_ARRIVAL = "At Harbor, please arrive 20 minutes before your appointment to
 
 def test_a_clinic_stating_the_asked_rule_the_answer_leaves_out_makes_the_answer_depend_on_the_clinic():
     """'How early do I have to be there?' answered tenant-wide with a fasting time (no arrival lead time)
-    while Harbor's own page states one: which clinic? A fasting question names no arrival and asks none."""
+    while Harbor's own page states one: which clinic? A fasting question names no arrival and asks none;
+    Harbor's page is then read like any other clinic page, and a generator that finds nothing there
+    about going without food leaves the answer standing."""
     def ask(question):
         ports = Downstream(Scheduler([]), DeepRetrieval([FASTING_TEXT, HARBOR_ARRIVAL], harbor_rank=2),
-                           Generation(FASTING_TEXT), Validator())
+                           LeadingGeneration({"": FASTING_TEXT}), CitingValidator())
         return core_of(ports).ask(AskRequest(PATIENT, question, AS_OF)).response.parts[0]
 
     def core_of(ports):
@@ -656,3 +658,20 @@ def test_a_tenant_wide_rule_for_what_was_asked_stands_where_the_clinics_own_page
         AS_OF)).response
     assert len(ports.generation.asked) == 2  # the clinic's own answer was found, and set aside
     assert [cl.text for cl in response.parts[0].claims] == [general]
+
+
+def test_a_clinic_page_stating_another_quantity_is_still_read_for_an_override_in_words():
+    """ "Can I text back C to cancel?" asks no quantity; Harbor's page states a notice period and, in
+    words, that a reply to a reminder text cancels nothing there. The page is read for the override
+    (it is not left to the quantity check, which the question gives nothing to compare): the
+    tenant-wide "reply C" depends on the clinic."""
+    general = "To cancel, reply C to your reminder text or call us."
+    harbor = "Give us at least two business days' notice to cancel. Replies to reminder texts can't cancel Harbor appointments."
+    ports = Downstream(Scheduler([]), DeepRetrieval([general, harbor], harbor_rank=2),
+                       LeadingGeneration({"text back C": general, "to cancel": harbor}), CitingValidator())
+    response = build_core(Settings(port=0, metrics_port=-1), ports, Sink()).ask(
+        AskRequest(PATIENT, "Can I just text back C to cancel or do I have to phone?", AS_OF)).response
+    (part,) = response.parts
+    assert part.outcome == c_pb.PART_OUTCOME_NEEDS_CLARIFICATION
+    assert "Harbor Imaging Center" in part.clarification_question
+    assert [q for q, _ in ports.generation.asked] == ["Can I just text back C to cancel or do I have to phone?"] * 2

@@ -528,13 +528,16 @@ class PolicyPart:
         validate loop as the answer: a shown claim means some clinic has its own rule on exactly
         this, which the tenant-wide answer does not tell its patients (a quantity check cannot see
         an override in words). The judgment is the generator's and the validator's, not a word list.
-        Passages stating the asked rule's quantity are the quantity check's (it compares them
-        exactly, and a subgroup's rule that shares the quantity, "new patients at Northgate 30
-        minutes, everyone else 15", is no override)."""
+        Passages stating the quantity the question asks for are the quantity check's (it compares
+        them exactly, and a subgroup's rule that shares the quantity, "new patients at Northgate 30
+        minutes, everyone else 15", is no override); a passage stating some other quantity is read
+        like any other ("Give us two business days' notice ... Replies to reminder texts can't
+        cancel" for "can I text back C to cancel?")."""
         if not self.settings.clinic_rules_asked:
             return ""
-        readable = [h for h in aside.hits if not conflicts.rule_quantities(
-            h.passage.text, plan.intent, f"{h.passage.title} > {h.passage.heading_context}")]
+        wanted = conflicts.asks_the_rule(" ".join(plan.clauses), plan.intent)
+        readable = [h for h in aside.hits if not wanted & set(conflicts.rule_quantities(
+            h.passage.text, plan.intent, f"{h.passage.title} > {h.passage.heading_context}"))]
         # Passages about a specialty or appointment type the question did not ask go last.
         readable.sort(key=lambda h: bool(self._unasked_qualifiers(ctx, h.passage, h.passage.text)))
         if not readable:
