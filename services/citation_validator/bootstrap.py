@@ -60,7 +60,8 @@ def build(settings: Settings, *, store: PassageStore | None = None,
         response_format=settings.support_remote_response_format)
     validator = Validator(store or RetrievalPassageStore(settings.retrieval_target), policy, support,
                           reload_timeout=settings.reload_timeout_seconds,
-                          max_claims=settings.max_claims, max_offered=settings.max_offered)
+                          max_claims=settings.max_claims, max_offered=settings.max_offered,
+                          reload_workers=settings.max_workers)
     return CitationValidation(settings, validator, CitationValidatorServicer(validator))
 
 

@@ -207,6 +207,7 @@ class Validator:
         reload_timeout: float = 2.0,
         max_claims: int = 64,
         max_offered: int = 100,
+        reload_workers: int = 16,
     ) -> None:
         self.store = store
         self.max_claims = max_claims
@@ -215,8 +216,12 @@ class Validator:
         self.support = support_model
         self.reload_timeout = reload_timeout
         # The reload runs here while the request's thread decides support ahead (_decide_ahead):
-        # as many at once as the server has workers (kit ServerSettings.max_workers, 16).
-        self._reloads = ThreadPoolExecutor(max_workers=16, thread_name_prefix="validator-reload")
+        # as many at once as the server has request workers (bootstrap: ServerSettings.max_workers),
+        # so a request never waits for another's reload to start.
+        if reload_workers < 1:
+            raise ValueError("reload_workers must be >= 1")
+        self.reload_workers = reload_workers
+        self._reloads = ThreadPoolExecutor(max_workers=reload_workers, thread_name_prefix="validator-reload")
 
     def close(self) -> None:
         self._reloads.shutdown(wait=False, cancel_futures=True)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextvars
 import threading
 
+import pytest
 from citetrace.identity import passage_id_of, sha256_hex
 from citetrace.vocab import APPROVED
 
+from services.citation_validator import bootstrap
 from services.citation_validator import support as support_mod
 from services.citation_validator.core import ClaimIn, Loaded, OfferedPassage, StoredPassage, Validator
 from services.citation_validator.policy import SourcePolicy
@@ -129,3 +131,19 @@ def test_the_shipped_backends_declare_whether_they_run_locally():
 
     assert EmbeddedSupportModel.local is True
     assert RemoteJudge("http://127.0.0.1:9").local is False
+
+
+def test_the_reload_pool_is_as_large_as_the_servers_request_pool():
+    """A deployment that raises MAX_WORKERS gets as many reloads at once (a fixed pool of 16 made the
+    17th concurrent request wait for another's reload before its own could start)."""
+    class NoStore:
+        def load(self, tenant_id, passage_ids):
+            return {}
+
+    built = bootstrap.build(Settings(port=0, metrics_port=-1, max_workers=40), store=NoStore()).validator
+    try:
+        assert built.reload_workers == 40 and built._reloads._max_workers == 40
+    finally:
+        built.close()
+    with pytest.raises(ValueError, match="reload_workers"):
+        Validator(NoStore(), SourcePolicy.load(Settings.source_policy_file), None, reload_workers=0)
