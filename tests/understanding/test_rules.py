@@ -84,6 +84,23 @@ RULES = load_rules()
     "My toddler has been fitting for about three minutes",
     "my son is fitting and wont stop",
     "shes fitting again",
+    # pregnancy's and the weeks after birth's red flags (a class of maternity triage): heavy bleeding
+    # told as an amount, a baby moving less, waters breaking, a severe headache with vision changes,
+    # severe pain with a positive test, chest pain or breathlessness since the birth; en and nb
+    "ive been bleeding quite a lot since this morning and soaked through 2 pads already",
+    "passing big clots and i'm 12 weeks",
+    "not urgent but baby hasnt really moved much today, im 34 weeks",
+    "i cant really feel the baby kicking like usual",
+    "bubs been a lot quieter than normal since yesterday",
+    "think my waters might have gone, 33 weeks",
+    "pounding headache and my vision is blurry, 36 weeks",
+    "my face and hands have suddenly swollen up and i've got a headache",
+    "positive test last week and now a sharp pain on my left side",
+    "since my c-section i've been short of breath",
+    "i keep having thoughts of harming the baby",
+    "jeg har blødd gjennom to bind på en time",
+    "babyen har nesten ikke rørt seg i dag",
+    "vannet har gått og jeg er i uke 32",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -144,6 +161,16 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "going for a contacts fitting tmrw, should i wear my glasses",
     "hearing aid fitting is wednesday, can i push it to next week",
     "how long does a contact lens fitting take",
+    # everyday pregnancy questions: what to bring for after the birth, a full bladder for a scan,
+    # water births, a baby's sleep, normal kicking, an old clot, spotting after a smear
+    "what pads should i bring for after the birth",
+    "how much water do i have to drink before my pelvic ultrasound",
+    "do you do water births",
+    "my baby is not sleeping well, can i book a health visitor",
+    "the baby kicks a lot at night, when is my next scan",
+    "I had clots in my legs years ago, can I still book a scan",
+    "had a sharp pain in my side when pregnant with my first, years ago",
+    "hvor mye vann skal jeg drikke før ultralyden",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
