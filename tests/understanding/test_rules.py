@@ -101,6 +101,9 @@ RULES = load_rules()
     "jeg har blødd gjennom to bind på en time",
     "babyen har nesten ikke rørt seg i dag",
     "vannet har gått og jeg er i uke 32",
+    # said of oneself, it stands
+    "thinking about killing myself",
+    "just kill me now",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -171,6 +174,10 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "I had clots in my legs years ago, can I still book a scan",
     "had a sharp pain in my side when pregnant with my first, years ago",
     "hvor mye vann skal jeg drikke før ultralyden",
+    # "killing me" said of a pain or a thing is an idiom, no wish to die
+    "is it ok to take ibuprofen for my back, im 14 weeks pregnant and its killing me",
+    "my back is killing me, can i see the physio this week",
+    "the wait is killing me lol",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
