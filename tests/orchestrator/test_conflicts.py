@@ -257,3 +257,30 @@ def test_a_table_row_is_one_sentence():
     assert rule_quantities(table, "cancellation_rescheduling") == {
         "fee": frozenset({"60", "100"}), "notice period": frozenset({"4320min"})}
     assert rule_quantities("| IV sedation, first 30 minutes | $395 |", "cancellation_rescheduling") == {}
+
+
+@pytest.mark.parametrize(("text", "intent"), [
+    ("We send a reminder text 3 days before every appointment.", "cancellation_rescheduling"),
+    ("The app now shows your reminder texts too, which arrive 3 days before each appointment, so you can "
+     "cancel or move things with one tap.", "cancellation_rescheduling"),
+    ("The app now shows your reminder texts too, which arrive 3 days before each appointment.", "arrival_preparation"),
+    ("Reply CANCEL to the reminder text we send two days before your appointment.", "cancellation_rescheduling"),
+])
+def test_when_the_clinic_sends_a_message_is_no_rule_quantity(text, intent):
+    """A time before the appointment at which a reminder goes out is neither the patient's lead time
+    nor a notice period: read as one, the newsletter's "reminder texts, which arrive 3 days before"
+    conflicted with "arrive 10 minutes before" and with "cancel at least 24 hours before" (the
+    thornbury probe)."""
+    assert rule_quantities(text, intent, "Cancelling and arriving") == {}
+
+
+def test_a_notice_period_beside_a_message_is_still_read():
+    text = "We call patients 2 days before to confirm, so please cancel at least 48 hours before your appointment."
+    assert rule_quantities(text, "cancellation_rescheduling") == {"notice period": frozenset({"2880min"})}
+    reply = "To cancel, reply to the text at least 24 hours before your appointment."
+    assert rule_quantities(reply, "cancellation_rescheduling") == {"notice period": frozenset({"1440min"})}
+    everywhere = cand("S1", "policy", "Please cancel at least 24 hours before your appointment.", scope=())
+    reminder = cand("S2", "newsletter", "Your reminder texts, which arrive 3 days before each appointment, let you "
+                    "cancel with one tap.", scope=())
+    assert detect([everywhere, reminder], "cancellation_rescheduling", VOCAB,
+                  question="whats the latest i can cancel?") is None

@@ -141,11 +141,34 @@ def _rule_sentences(text: str, intent: str, context: str) -> list[tuple[str, dic
         for kind, pattern in kinds.items():
             for match in pattern.finditer(sentence):
                 value = _value(match.groups())
-                if value:
+                if value and not _when_a_message_is_sent(sentence, match.start()):
                     stated.setdefault(kind, set()).add(value)
         if stated:
             out.append((sentence, stated))
     return out
+
+
+# A time before the appointment at which the clinic sends something ("We send a reminder text 3 days
+# before every appointment", "your reminder texts, which arrive 3 days before each appointment") is
+# when a message goes out, no lead time or notice period of the patient's: read as one, it "conflicted"
+# with "arrive 10 minutes before" and with "cancel at least 24 hours before".
+_MESSAGE_SENT = re.compile(
+    r"\b(we|we'll|we will|the (app|clinic|practice|surgery|system)|it|they) (\w+ ){0,2}"
+    r"(send|sends|text|texts|call|calls|ring|rings|phone|phones|email|emails|remind|reminds|message|messages)\b"
+    r"|\b(reminders?|texts?|sms|messages?|letters?|e-?mails?|notifications?|calls?)\b[^.;]{0,30}?"
+    r"\b(arrive|arrives|go out|goes out|are sent|is sent|come|comes|get sent|gets sent|will be sent)\b"
+    r"|\b(send|sends|sent) (you )?(an? |your )?(reminder|text|sms|message|letter|e-?mail)")
+
+
+def _when_a_message_is_sent(sentence: str, start: int) -> bool:
+    """Whether the duration at `start` times a message the clinic sends: a sending ends at most 30
+    characters before it, within the same clause."""
+    before = sentence[max(0, start - 120):start]
+    for cue in _MESSAGE_SENT.finditer(before):
+        between = before[cue.end():]
+        if len(between) <= 30 and not re.search(r"[.;]", between):
+            return True
+    return False
 
 
 # Where a sentence turns from a reason to its rule or back: "X, so we need 48 hours' notice", "..., so
