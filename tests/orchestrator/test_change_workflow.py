@@ -675,3 +675,32 @@ def test_a_clinic_page_stating_another_quantity_is_still_read_for_an_override_in
     assert part.outcome == c_pb.PART_OUTCOME_NEEDS_CLARIFICATION
     assert "Harbor Imaging Center" in part.clarification_question
     assert [q for q, _ in ports.generation.asked] == ["Can I just text back C to cancel or do I have to phone?"] * 2
+
+
+class EveryPassageGeneration:
+    """One claim per offered passage, its text (a generator that finds every passage about it)."""
+
+    def __init__(self):
+        self.offered = []
+
+    def generate(self, request, timeout):
+        self.offered.append(tuple(lp.label for lp in request.passages))
+        claims = tuple(m.Claim(f"c{i}", lp.passage.text, (lp.label,), m.ClaimType.GENERAL_POLICY)
+                       for i, lp in enumerate(request.passages, start=1))
+        return m.GenerationResult(claims, m.GeneratorInfo("extractive"), len(request.passages), 0,
+                                  labels_offered=tuple(lp.label for lp in request.passages))
+
+
+def test_a_mixed_answer_at_a_named_clinic_is_the_clinics_own_even_beside_a_more_precise_tenant_wide_claim():
+    """The generator itself cited the clinic's passage beside a tenant-wide one (the MRI price beside
+    Harbor's missed-appointment charge): the clinic's passage was chosen as about the question, so
+    its answer stands alone, whoever the tenant-wide claim is for (the precision guard is only for
+    an answer that cited none of the clinic's passages)."""
+    general = "Service: MRI scan, self-pay; Charge: $400."
+    harbor = "If you miss an appointment at Harbor without telling us, the charge is $60."
+    ports = Downstream(Scheduler([]), ScopedRetrieval(harbor, general), EveryPassageGeneration(), CitingValidator())
+    response = build_core(Settings(port=0, metrics_port=-1), ports, Sink()).ask(AskRequest(
+        PATIENT, "What happens if I don't turn up for my MRI scan at Harbor Imaging Center, do I get charged?",
+        AS_OF)).response
+    assert ports.generation.offered == [("S1", "S2"), ("S2",)]
+    assert [cl.text for cl in response.parts[0].claims] == [harbor]

@@ -379,7 +379,9 @@ class PolicyPart:
           before", which the generator left out).
         When the pass over the clinic's own passages shows a claim about what was asked (not about a
         specialty or appointment type the question did not ask), it is the answer, and the other
-        stays in the evidence unshown. A claim both kinds of passage state word for word agrees with
+        stays in the evidence unshown; for an unheard answer, unless the tenant-wide claim is the
+        more precise rule for what was asked (_more_precise: the generator did not choose the
+        clinic's passages, so its rule may be for every other appointment). A claim both kinds of passage state word for word agrees with
         the clinic and makes nothing mixed. Scopes come from the store of record."""
         best = grounded.best
         if best is None or not best.factual_shown:
@@ -404,7 +406,7 @@ class PolicyPart:
             general = " ".join(claim.text for claim, ids in zip(self._shown_factual(best), cites, strict=True)
                                if not ids & local_ids)
             own = self._local_answer(plan, ctx, general, local, asked.place_names)
-        if own is None or self._more_precise(plan, grounded, own, local, [ids & local_ids for ids in cites]):
+        if own is None or (unheard and self._more_precise(plan, grounded, own, local, [ids & local_ids for ids in cites])):
             return grounded
         return only_local(own, grounded)
 
