@@ -127,10 +127,20 @@ _ASKS_DURATION = re.compile(
     r"(?:notice|time|warning|minutes|hours|days|weeks|before|earlier|ahead|in advance)\b|\bwhat time\b|\bby when\b"
     r"|\bwhat(?:'s|s| is)? (?:the )?notice\b|\bnotice period\b"
     r"|\bhvor (?:lenge|tidlig|sent)\b|\bhvor mye (?:\w+ )?(?:varsel|tid)\b|\bnår må\b", re.IGNORECASE)
+# "How much" asks a price when nothing but an amount of money can follow it ("how much is it", "how
+# much for a filling", "how much does it cost", "how much will medicare give me back", "how much
+# money"), not an amount of something else ("how much water do I drink", "how much blood do they
+# take", "how much do I need to drink").
 _ASKS_PRICE = re.compile(
-    r"\bhow much\b|\bwhat(?:'s|s| is| are| does)? (?:the |it )?(?:fee|fees|cost|costs|charge|charges|price|prices)\b"
+    r"\bhow much\b(?=\s*(?:[?.!,]|$|is\b|are\b|was\b|were\b|'s\b|s\b|for\b|to\b|it\b|that\b|this\b|money\b|cash\b"
+    r"|roughly\b|approx\w*|about\b|extra\b|more\b|altogether\b|in total\b|[$£€]|would (?:it|that|this|i|we) (?:be|cost|pay)\b"
+    r"|will (?:it|that|this|i|we) (?:be|cost|pay)\b|(?:do|does|did|would|will|can|could|should) \w+"
+    r"[^?.!]{0,40}\b(?:cost|costs|charge|charges|pay|paid|set me back|owe|give (?:me |us |you )?back|get back|claim back"
+    r"|refund\w*|rebate\w*|reimburs\w*|cover|covers|subsidi[sz]e\w*)\b))"
+    r"|\bwhat(?:'s|s| is| are| does)? (?:the |it )?(?:fee|fees|cost|costs|charge|charges|price|prices)\b"
     r"|\bwhat (?:would|will|does|do|did) (?:it|that|this|you|ye|u) (?:\w+ )?(?:cost|charge)\b"
-    r"|\bhva koster\b|\bhvor mye\b", re.IGNORECASE)
+    r"|\bhva koster\b|\bhvor mye\b(?=\s*(?:[?.!,]|$|koster\b|er (?:det|den|prisen|egenandelen)\b|blir (?:det|den|prisen)\b"
+    r"|tar (?:dere|de|du)\b|må (?:jeg|vi) (?:betale|ut med)\b|betal\w*|kr\b|penger\b))", re.IGNORECASE)
 _DURATION_UNITS = frozenset({"minute", "hour", "day", "week", "month", "year", "clock"})
 _PRICE_UNITS = frozenset({"usd", "eur", "gbp", "nok", "nzd"})
 # A price in words of its own or a currency sign ("free of charge", "no fee", "kr").

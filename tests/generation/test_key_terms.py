@@ -40,6 +40,16 @@ def test_a_topic_word_stays_a_key_term():
     ("I'm new, how much before the start time should I show up?", "duration"),
     ("Can I park at the clinic?", ""),
     ("How do I cancel?", ""),
+    # "how much" of something else than money asks no price: water to drink, blood taken
+    ("how much water do i have to drink before my pelvic ultrasound", ""),
+    ("how much blood do they take for the test", ""),
+    ("hvor mye vann skal jeg drikke før ultralyden", ""),
+    # and of money it does, whoever pays or gives back
+    ("how much does insurance cover", "price"),
+    ("how much will medicare give me back for physio", "price"),
+    ("How much do you charge to fill out the form", "price"),
+    ("how much for a filling?", "price"),
+    ("hvor mye må jeg betale for legeerklæring?", "price"),
 ])
 def test_the_amount_a_question_asks_for(question, kind):
     from services.generation.relevance import asked_amount
