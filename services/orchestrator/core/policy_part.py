@@ -154,11 +154,11 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
 
 
-# Words every policy sentence may use, which say nothing of what its rule is about.
 # A word that names a specific thing ("allergy" 6.4, "retina" 6.0), not how a question is asked
 # ("early" 2.3, "bring" 3.8) or what every rule is about: the IDF floor of the generator's asked
 # thing (services/generation/relevance.py, THING_IDF_FLOOR), chosen there.
 SPECIFIC_IDF = 5.0
+# Words every policy sentence may use, which say nothing of what its rule is about.
 _UNSPECIFIC_STEMS = frozenset(textnorm.stem(w) for w in GENERIC_WORDS | {"appointment", "patient"})
 
 
@@ -381,8 +381,9 @@ class PolicyPart:
         specialty or appointment type the question did not ask), it is the answer, and the other
         stays in the evidence unshown; for an unheard answer, unless the tenant-wide claim is the
         more precise rule for what was asked (_more_precise: the generator did not choose the
-        clinic's passages, so its rule may be for every other appointment). A claim both kinds of passage state word for word agrees with
-        the clinic and makes nothing mixed. Scopes come from the store of record."""
+        clinic's passages, so their rule may be the one for every other appointment). A claim both
+        kinds of passage state word for word agrees with the clinic and makes nothing mixed. Scopes
+        come from the store of record."""
         best = grounded.best
         if best is None or not best.factual_shown:
             return grounded
@@ -406,7 +407,8 @@ class PolicyPart:
             general = " ".join(claim.text for claim, ids in zip(self._shown_factual(best), cites, strict=True)
                                if not ids & local_ids)
             own = self._local_answer(plan, ctx, general, local, asked.place_names)
-        if own is None or (unheard and self._more_precise(plan, grounded, own, local, [ids & local_ids for ids in cites])):
+        local_cited = [ids & local_ids for ids in cites]
+        if own is None or (unheard and self._more_precise(plan, grounded, own, local, local_cited)):
             return grounded
         return only_local(own, grounded)
 
