@@ -284,3 +284,17 @@ def test_a_notice_period_beside_a_message_is_still_read():
                     "cancel with one tap.", scope=())
     assert detect([everywhere, reminder], "cancellation_rescheduling", VOCAB,
                   question="whats the latest i can cancel?") is None
+
+
+def test_for_an_override_a_rule_for_every_appointment_applies_to_the_asked_type():
+    """ "how early for my scan?": the tenant-wide "arrive 10 minutes before" and the unit's "20 minutes"
+    name no appointment type, and each applies to a scan as to any appointment: the answer depends on
+    the clinic. Two tenant-wide rules are still compared only when both are for what was asked."""
+    everywhere = cand("S1", "faq", "Please arrive 10 minutes before your appointment time.", scope=())
+    unit = cand("S2", "unit", "Please arrive 20 minutes before your appointment time.", scope=("unit",))
+    question = "how early should i get there for my scan?"
+    asked = frozenset({"imaging"})
+    found = detect([everywhere, unit], ARRIVAL, VOCAB, asked, question=question, overrides=True)
+    assert found is not None and "lead time" in found.explanation
+    other = cand("S2", "other-faq", "Please arrive 20 minutes before your appointment time.", scope=())
+    assert detect([everywhere, other], ARRIVAL, VOCAB, asked, question=question) is None

@@ -256,7 +256,10 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
                 not {a.source_class, b.source_class} <= authorities:
             continue
         if asked:
-            if not (wa & asked and wb & asked):
+            # Both rules must apply to what was asked; for an override, a rule for every appointment
+            # (no qualifier) applies to it too ("arrive 10 minutes before" everywhere, "20 minutes"
+            # at the unit, for "how early for my scan?").
+            if not all(w & asked or (overrides and not w) for w in (wa, wb)):
                 continue
         elif wa != wb:
             continue
