@@ -32,6 +32,7 @@ from services.orchestrator.core.grounding import (
 from services.orchestrator.core.model import (
     AnsweredClaim,
     Citation,
+    Claim,
     ConflictingSource,
     Hit,
     LabelledPassage,
@@ -388,7 +389,8 @@ class PolicyPart:
         if best is None or not best.factual_shown:
             return grounded
         local_ids = self._scoped_to_the_location(ctx, found, offered, "own rule")
-        cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations} for claim in self._shown_factual(best)]
+        shown = self._shown_factual(best)
+        cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations} for claim in shown]
         general_only = any(not ids & local_ids for ids in cites)
         mixed = general_only and any(ids <= local_ids for ids in cites)
         unheard = bool(local_ids) and all(not ids & local_ids for ids in cites)
@@ -397,6 +399,7 @@ class PolicyPart:
         local = tuple(lp for lp in offered if lp.passage.identity.passage_id in local_ids)
         asked = question_for_generation(plan, ctx.route, local)
         own = self._local_answer(plan, ctx, asked.text, local, asked.place_names)
+        tenant_wide = [claim for claim, ids in zip(shown, cites, strict=True) if not ids & local_ids]
         if own is None:
             # The clinic's counterpart of what the answer states: the tenant-wide claims shown,
             # asked of the clinic's own passages. The claims answer the question; the clinic's
@@ -404,16 +407,14 @@ class PolicyPart:
             # or legal guardian" for "Children under 16 must be accompanied by a parent, ... or
             # another adult the parent has named in a signed note"), however differently the
             # question is worded from the clinic's page.
-            general = " ".join(claim.text for claim, ids in zip(self._shown_factual(best), cites, strict=True)
-                               if not ids & local_ids)
+            general = " ".join(claim.text for claim in tenant_wide)
             own = self._local_answer(plan, ctx, general, local, asked.place_names)
-        local_cited = [ids & local_ids for ids in cites]
-        if own is None or (unheard and self._more_precise(plan, grounded, own, local, local_cited)):
+        if own is None or (unheard and self._more_precise(plan, grounded, own, local, tenant_wide)):
             return grounded
         return only_local(own, grounded)
 
     def _more_precise(self, plan: PartPlan, general: Grounded, local: Grounded,
-                      local_passages: tuple[LabelledPassage, ...], local_cited: list[set[str]]) -> bool:
+                      local_passages: tuple[LabelledPassage, ...], tenant_wide: list[Claim]) -> bool:
         """A tenant-wide claim shown is the rule for what was asked, which the clinic's answer does
         not replace ("where this page says nothing, the group-wide rules apply"):
         - it is for a specialty or appointment type (read from the claim and its passages' title and
@@ -423,8 +424,6 @@ class PolicyPart:
           the clinic's own passages mention ("Arrival for allergy skin testing" for "how many minutes
           before allergy skin testing should I arrive?", against the clinic's "For every other
           appointment, arrive 10 minutes early", on a page that says nothing of allergy)."""
-        tenant_wide = [claim for claim, cited in zip(self._shown_factual(general.best), local_cited, strict=True)
-                       if not cited]
         general_of, local_of = self._claim_qualifiers(general), self._claim_qualifiers(local)
         own = {q for claim in self._shown_factual(local.best) for q in local_of(claim.claim_id)}
         if any(general_of(claim.claim_id) - own for claim in tenant_wide):
@@ -437,7 +436,7 @@ class PolicyPart:
         return any(idf.idf(term) >= SPECIFIC_IDF for term in (asked & subject) - mentioned)
 
     @staticmethod
-    def _shown_factual(best: Attempt) -> list:
+    def _shown_factual(best: Attempt) -> list[Claim]:
         return [claim for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
 
     def _local_answer(self, plan: PartPlan, ctx: PartContext, question: str, local: tuple[LabelledPassage, ...],
