@@ -101,6 +101,17 @@ RULES = load_rules()
     "jeg har blødd gjennom to bind på en time",
     "babyen har nesten ikke rørt seg i dag",
     "vannet har gått og jeg er i uke 32",
+    # a fever in a baby under three months, by its age or its six- and eight-week checks and jabs,
+    # in either order and across sentences; and the airway swelling of a reaction said in everyday
+    # words: lips or face puffy, a voice or cry gone hoarse beside hives
+    "can i move bubs 8 week needles to next week? she's been a bit hot today, 38.5 on the ear thermometer",
+    "my 5 week old has a temp of 38 and wont settle",
+    "fever since last night, he's only 10 days old",
+    "newborn feels hot, thermometer says 38.2",
+    "our 2 month old has a fever, can we get in today",
+    "his lips look puffy and hes got hives all over",
+    "her face has puffed up after the peanut butter",
+    "hives all over and his cry sounds kinda hoarse",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -174,6 +185,13 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "I had clots in my legs years ago, can I still book a scan",
     "had a sharp pain in my side when pregnant with my first, years ago",
     "hvor mye vann skal jeg drikke før ultralyden",
+    # a fever at an age past three months, a week count that is no age, no fever, and puffy eyes
+    "my 6 month old has a fever of 38.5, can we see someone today",
+    "she has had a temp of 38 for 2 weeks, can i book the gp",
+    "my 6 week old has no fever but is a bit snuffly",
+    "my 34 weeks scan, will they check the temperature",
+    "his eyes are puffy from hay fever, can we book the allergy clinic",
+    "hes got a few hives on his arm after the jab",
     # "killing me" said of a pain or a thing is an idiom, no wish to die
     "is it ok to take ibuprofen for my back, im 14 weeks pregnant and its killing me",
     "my back is killing me, can i see the physio this week",
