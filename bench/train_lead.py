@@ -39,6 +39,11 @@ from services.generation.core import GenerationRequest, OfferedPassage  # noqa: 
 
 WEIGHTS = REPO / "services" / "generation" / "model" / "lead.json"
 KEEP = 0.99
+# The confident operating point (GenerateRequest.confident_only, for a reading of the question the
+# caller is not sure it asked): the lowest threshold whose tune out-of-fold leads are right at least
+# this often. A wrong answer to a question that may not have been asked costs more than the answer.
+CONFIDENT_PRECISION = 0.8
+CONFIDENT_POINT = f"the lowest threshold whose tune out-of-fold lead precision is >= {CONFIDENT_PRECISION}"
 TOP = 6
 C = 1.0
 
@@ -107,6 +112,15 @@ def leads(items: list[dict], probabilities: list[list[float]], threshold: float)
             "unanswerable_abstained": f"{unanswerable_abstained}/{unanswerable}"}
 
 
+def confident_point(tune: list[dict], oof_by_question: list[list[float]], threshold: float) -> float:
+    """The lowest threshold from `threshold` up whose tune out-of-fold lead precision reaches
+    CONFIDENT_PRECISION (0.95 when none does)."""
+    for t in np.round(np.arange(threshold, 0.95, 0.01), 2):
+        if (leads(tune, oof_by_question, float(t))["precision"] or 0.0) >= CONFIDENT_PRECISION:
+            return float(t)
+    return 0.95
+
+
 def new_model():
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -132,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report-only", action="store_true", help="evaluate the shipped weights, do not refit")
+    parser.add_argument("--confident-only", action="store_true",
+                        help="keep the shipped weights and threshold; set only their confident operating point")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--version", default=f"lead-{dt.date.today().isoformat()}")
     args = parser.parse_args(argv)
@@ -156,13 +172,23 @@ def main(argv: list[str] | None = None) -> int:
     oof_by_question = per_question(halves["tune"], oof)
     if args.report_only:
         weights = LeadWeights()
-        threshold, version = weights.threshold, weights.version
+        threshold, confident, version = weights.threshold, weights.confident_threshold, weights.version
+    elif args.confident_only:
+        body = json.loads(WEIGHTS.read_text(encoding="utf-8"))
+        threshold, version = float(body["threshold"]), args.version
+        confident = confident_point(halves["tune"], oof_by_question, threshold)
+        body.update({"version": version, "confident_threshold": confident,
+                     "confident_operating_point": CONFIDENT_POINT, "confident_set_at":
+                     dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+        WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+        weights = LeadWeights(WEIGHTS)
     else:
         rule_right = leads(halves["tune"], oof_by_question, 0.0)["lead_relevant"]
         threshold = 0.0
         for t in np.round(np.arange(0.05, 0.95, 0.01), 2):
             if leads(halves["tune"], oof_by_question, float(t))["lead_relevant"] >= KEEP * rule_right:
                 threshold = float(t)
+        confident = confident_point(halves["tune"], oof_by_question, threshold)
         model = new_model().fit(X, y)
         scaler, lr = model[0], model[1]
         scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
@@ -171,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 "model": f"logistic regression, C {C}", "mean": [float(f"{v:.7g}") for v in scaler.mean_],
                 "scale": [float(f"{v:.7g}") for v in scale], "coef": [float(f"{v:.7g}") for v in lr.coef_[0]],
                 "intercept": float(f"{lr.intercept_[0]:.7g}"), "threshold": threshold,
+                "confident_threshold": confident, "confident_operating_point": CONFIDENT_POINT,
                 "operating_point": f"the highest threshold whose tune out-of-fold relevant leads are >= {KEEP} of "
                                    "the rule's alone",
                 "trained_on": f"the relevance labelled set's tune half, {len(y)} candidates of "
@@ -179,16 +206,18 @@ def main(argv: list[str] | None = None) -> int:
         WEIGHTS.parent.mkdir(parents=True, exist_ok=True)
         WEIGHTS.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
         weights = LeadWeights(WEIGHTS)
-    report = {"lead_model": version, "threshold": threshold, "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    report = {"lead_model": version, "threshold": threshold, "confident_threshold": confident, "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "command": "make train-lead", "tune_out_of_fold_auroc": round(float(roc_auc_score(y, oof)), 4),
               "halves": {"tune (out of fold)": {"rule": leads(halves["tune"], oof_by_question, 0.0),
-                                                "rule_and_veto": leads(halves["tune"], oof_by_question, threshold)}}}
+                                                "rule_and_veto": leads(halves["tune"], oof_by_question, threshold),
+                                                "confident": leads(halves["tune"], oof_by_question, confident)}}}
     for half in ("test", "heldout"):
         probs = [[weights.probability(r["x"]) for r in item["rows"]] for item in halves[half]]
         Xh, yh, _ = stacked(halves[half])
         report["halves"][half] = {"auroc": round(float(roc_auc_score(yh, [p for ps in probs for p in ps])), 4),
                                   "rule": leads(halves[half], probs, 0.0),
-                                  "rule_and_veto": leads(halves[half], probs, threshold)}
+                                  "rule_and_veto": leads(halves[half], probs, threshold),
+                                  "confident": leads(halves[half], probs, confident)}
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ bench-generation-selection: setup
 
 # The lead claim's learned veto (services/generation/lead.py): train-lead refits model/lead.json on the
 # relevance labelled set's tune half and reports the test and held-out halves (rule alone vs rule and
-# veto); bench-lead reports the shipped weights. bench/results/lead.json.
+# veto, and the confident operating point); bench-lead reports the shipped weights. bench/results/lead.json.
 .PHONY: train-lead bench-lead
 train-lead: setup
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/train_lead.py --json bench/results/lead.json

@@ -41,6 +41,8 @@ class GenerationRequest:
     attempt: int = 1
     # How the question names the place its passages were chosen for: where, never what is asked.
     place_names: tuple[str, ...] = ()
+    # Only a lead the backend is confident answers the question (GenerateRequest.confident_only).
+    confident_only: bool = False
 
 
 @dataclasses.dataclass

@@ -176,7 +176,8 @@ class ExtractiveBackend:
                         "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),
                         "follow_margin": str(FOLLOW_MARGIN), "place_prior": str(PLACE_PRIOR)})
         if self.lead_gate is not None:
-            out.update({"lead_model": self.lead_gate.version, "lead_threshold": str(self.lead_gate.threshold)})
+            out.update({"lead_model": self.lead_gate.version, "lead_threshold": str(self.lead_gate.threshold),
+                        "lead_confident_threshold": str(self.lead_gate.confident_threshold)})
         return out
 
     def _by_meaning(self, request: GenerationRequest) -> bool:
@@ -368,6 +369,10 @@ class ExtractiveBackend:
                 excluded_labels.update(by_id[item.claim_id].labels)
         claims: list[Claim] = []
         top = None
+        if request.confident_only and (not meaning or self.lead_gate is None):
+            # A confident lead is the lead model's judgement; without it (no similarity, a question
+            # that does not read as English) nothing is confident.
+            return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         vetoed = self._lead_veto(request, candidates) if meaning else (lambda _rank: False)
 
         def may_lead(rank: int, claim_id: str, candidate: _Candidate) -> bool:
@@ -447,13 +452,14 @@ class ExtractiveBackend:
         if gate is None or not candidates:
             return lambda _rank: False
         best = max(c.score for _, c in candidates)
+        threshold = gate.confident_threshold if request.confident_only else gate.threshold
         terms = None
 
         def vetoed(rank: int) -> bool:
             nonlocal terms
             if terms is None:  # one encoder run for the question, only when a lead is considered
                 terms = gate.terms(self.meaning_question(request), self.lead_key_terms(request))
-            return gate.probability(candidates[rank][1], rank, best, terms) < gate.threshold
+            return gate.probability(candidates[rank][1], rank, best, terms) < threshold
 
         return vetoed
 

@@ -65,6 +65,9 @@ class LeadWeights:
             self.coef = np.array(data["coef"], dtype=np.float64)
             self.intercept = float(data["intercept"])
             self.threshold = float(data["threshold"])
+            # The stricter operating point a request that asks for a confident lead uses
+            # (GenerateRequest.confident_only): see bench/train_lead.py.
+            self.confident_threshold = float(data["confident_threshold"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"lead weights {path}: {exc}") from exc
         if features != FEATURES:
@@ -74,6 +77,8 @@ class LeadWeights:
             raise ValueError(f"lead weights {path}: vector lengths do not match the {len(FEATURES)} features")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"lead weights {path}: threshold must be in [0, 1]")
+        if not self.threshold <= self.confident_threshold <= 1.0:
+            raise ValueError(f"lead weights {path}: confident_threshold must be in [threshold, 1]")
 
     def probability(self, x: np.ndarray) -> float:
         z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
@@ -106,6 +111,10 @@ class LeadGate:
     @property
     def threshold(self) -> float:
         return self.weights.threshold
+
+    @property
+    def confident_threshold(self) -> float:
+        return self.weights.confident_threshold
 
     def warm_up(self) -> None:
         self._embedder.warm_up()

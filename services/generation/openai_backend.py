@@ -147,6 +147,9 @@ class OpenAIBackend:
         }
 
     def generate(self, request: GenerationRequest) -> Generated:
+        if request.confident_only:
+            # A chat model states no confidence a caller could hold it to (GenerateRequest.confident_only).
+            return Generated([], self.model, PROMPT_VERSION, self.settings())
         timeout = self.timeout_seconds
         left = remaining_seconds()
         if left is not None:

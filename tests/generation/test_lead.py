@@ -4,6 +4,7 @@ lead the rule admits (never adds one)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -30,12 +31,18 @@ def test_the_shipped_weights_load_with_a_stated_operating_point():
     assert weights.version.startswith("lead-")
     assert 0.0 < weights.threshold < 1.0
     assert "out-of-fold" in shipped()["operating_point"]
+    # the confident operating point is stricter, and stated
+    assert weights.threshold <= weights.confident_threshold < 1.0
+    assert "precision" in shipped()["confident_operating_point"]
 
 
 @pytest.mark.parametrize("change,message", [
     (lambda d: d.update(features=[*FEATURES[:-1], "other"]), "retrain"),
     (lambda d: d.update(coef=d["coef"][:-1]), "vector lengths"),
     (lambda d: d.update(threshold=1.5), "threshold"),
+    (lambda d: d.pop("confident_threshold"), "confident_threshold"),
+    (lambda d: d.update(confident_threshold=d["threshold"] - 0.01), "confident_threshold"),
+    (lambda d: d.update(confident_threshold=1.2), "confident_threshold"),
     (lambda d: d.pop("intercept"), "intercept"),
     (lambda d: d.pop("embedding_model"), "embedding_model"),
 ])
@@ -63,6 +70,7 @@ def test_the_settings_name_the_veto(backends):
     settings = gated.settings()
     assert settings["lead_model"] == LeadWeights().version
     assert float(settings["lead_threshold"]) == LeadWeights().threshold
+    assert float(settings["lead_confident_threshold"]) == LeadWeights().confident_threshold
 
 
 def test_weights_trained_on_another_embedder_refuse_to_start(tmp_path):
@@ -118,3 +126,33 @@ def test_a_lead_about_the_subject_but_not_the_question_is_vetoed(backends):
                                 sections("larchmont"))
     assert any("waive" in c.text for c in plain.generate(request).claims), "the case no longer shows the failure"
     assert gated.generate(request).claims == []
+
+
+def _gate_with(tmp_path, threshold: float, confident: float) -> LeadGate:
+    data = shipped()
+    data.update(threshold=threshold, confident_threshold=confident)
+    path = tmp_path / "lead.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return LeadGate(Embedder(kernels="integer"), LeadWeights(path))
+
+
+def test_a_confident_only_request_leads_only_past_the_confident_operating_point(backends, tmp_path):
+    """GenerateRequest.confident_only: the same question and passages answer at the usual point and
+    show nothing when no lead reaches the confident one (here set out of reach)."""
+    plain, _ = backends
+    request = GenerationRequest("Do you have interpreters?", "OTHER", PASSAGES)
+    usual = ExtractiveBackend(similarity=plain.similarity, lead_gate=_gate_with(tmp_path, 0.0, 0.0))
+    assert usual.generate(request).claims, "the case no longer answers at all"
+    assert usual.generate(dataclasses.replace(request, confident_only=True)).claims
+    strict = ExtractiveBackend(similarity=plain.similarity, lead_gate=_gate_with(tmp_path, 0.0, 1.0))
+    assert strict.generate(request).claims
+    assert strict.generate(dataclasses.replace(request, confident_only=True)).claims == []
+
+
+def test_without_meaning_a_confident_only_request_gets_no_claims():
+    """The lead model is what is confident; a backend without one (no similarity) answers nothing
+    that only a confident lead may answer."""
+    bare = ExtractiveBackend()
+    request = GenerationRequest("Do you have interpreters?", "OTHER", PASSAGES)
+    assert bare.generate(request).claims
+    assert bare.generate(dataclasses.replace(request, confident_only=True)).claims == []

@@ -215,3 +215,13 @@ def test_passage_text_cannot_close_its_quotation(chat, stub):
     user = chat.requests[-1]["messages"][1]["content"]
     assert user.count("</passage>") == 2 and user.count("<passage ") == 2
     assert "‹/passage>" in user
+
+
+def test_a_confident_only_request_is_not_sent_to_the_chat_model(chat, stub):
+    """A chat model states no confidence the caller could hold it to: a request that only a
+    confident lead may answer gets no claims, over real gRPC, and the chat server is never asked."""
+    asked_before = len(chat.requests)
+    reply = stub(_request(confident_only=True))
+    assert list(reply.claims) == []
+    assert len(chat.requests) == asked_before
+    assert reply.generator.model_id == "fake-model-7b"
