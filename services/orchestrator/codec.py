@@ -212,7 +212,8 @@ def generate_pb(request: m.GenerationRequest) -> gen_pb.GenerateRequest:
         budget=gen_pb.ContextBudget(max_passages=request.max_passages, max_chars=request.max_chars),
         feedback=[gen_pb.ClaimFeedback(claim_id=f.claim_id, reasons=[FAILURE_REASON.pb(r) for r in f.reasons],
                                        support=SUPPORT.pb(f.support), message=f.message) for f in request.feedback],
-        attempt=request.attempt, place_names=request.place_names)
+        attempt=request.attempt, place_names=request.place_names,
+        confident_only=request.confident_only)
 
 
 def generator_from_pb(g: gen_pb.GeneratorInfo) -> m.GeneratorInfo:

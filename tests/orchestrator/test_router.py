@@ -8,7 +8,8 @@ import datetime as dt
 import pytest
 
 from services.orchestrator.core.clinics import LocationInfo
-from services.orchestrator.core.router import LexiconRouter, load_lexicon
+from services.orchestrator.core.model import PartKind
+from services.orchestrator.core.router import POLICY_INTENTS, LexiconRouter, load_lexicon
 from services.orchestrator.core.routing import Question, clarification_text
 from services.orchestrator.core.scope import RuleScopeGate
 from services.orchestrator.core.wording import load_catalog
@@ -69,9 +70,13 @@ def test_heart_doctor_is_cardiology_and_mri_implies_imaging_at_the_only_clinic_o
 
 def test_availability_without_specialty_asks_exactly_one_question():
     result = route("Any openings this Friday?", AS_OF, ACME)
-    (part,) = result.parts
+    part, reading = result.parts
     assert part.missing == ["specialty"]
     assert asked(part).startswith("Which specialty") and asked(part).count("?") == 1
+    # The same words may ask what a policy says ("Do I need to book or can I just turn up?"): a
+    # policy part that asks nothing and is shown only if it answers.
+    assert reading.kind == PartKind.OTHER_POLICY and reading.only_if_answered
+    assert reading.clarification is None and reading.search_intents == POLICY_INTENTS
 
 
 def test_availability_without_location_when_several_offer_it_asks_which_clinic():

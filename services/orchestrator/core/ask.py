@@ -43,7 +43,7 @@ from services.orchestrator.core.model import (
 )
 from services.orchestrator.core.parts import AskRequest, PartContext, PartHandlers
 from services.orchestrator.core.ports import AskResults, Assembler, Conversations, TraceSink
-from services.orchestrator.core.routing import PartPlan, Question, RoutingStage
+from services.orchestrator.core.routing import PartPlan, Question, Route, RoutingStage
 from services.orchestrator.core.text import normalize
 from services.orchestrator.core.wording import Catalog, Wording
 
@@ -306,6 +306,7 @@ class Orchestrator:
                 answered[plan.part_id] = part
                 calls.timings.extend(part.timings)
                 ANSWERS.labels(outcome=str(part.outcome)).inc()
+        _drop_unanswered_readings(route, answered)
         result.parts.extend(answered[plan.part_id] for plan in route.parts)
         result.next_action = overall_action([p.next_action for p in result.parts])
         result.outcome = overall_outcome([p.outcome for p in result.parts])
@@ -315,6 +316,16 @@ class Orchestrator:
     def _run_part(self, plan: PartPlan, ctx: PartContext) -> PartResult:
         out = PartResult(plan.part_id, plan.kind, plan.intent, timings=ctx.calls.timings)
         return self.handlers.for_plan(plan).answer(plan, ctx, out)
+
+
+def _drop_unanswered_readings(route: Route, answered: dict[str, PartResult]) -> None:
+    """A part planned only in case the question meant it (PartPlan.only_if_answered) leaves the
+    answer when it did not answer; the route's explanations say so."""
+    for plan in [p for p in route.parts if p.only_if_answered]:
+        if answered[plan.part_id].outcome != Outcome.ANSWERED:
+            route.parts.remove(plan)
+            route.explanations.append(f"{plan.part_id}: the policy reading did not answer "
+                                      f"({answered[plan.part_id].outcome}): not shown")
 
 
 def stages(plans: list[PartPlan]) -> list[list[PartPlan]]:

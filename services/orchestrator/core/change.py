@@ -93,7 +93,8 @@ def plan(route: Route, request: ChangeRequest | None, horizon_days: int, as_of: 
         return
     route.change = request
     clause = request.clause
-    rest = [p for p in route.parts if p.boundary is not None or not _only(p, clause)]
+    # A policy reading of a slot request (PartPlan.only_if_answered) gives way to the change's own parts.
+    rest = [p for p in route.parts if (p.boundary is not None or not _only(p, clause)) and not p.only_if_answered]
     if request.kind == CONTACT:
         route.parts = [PartPlan("", Intent.OTHER, PartKind.CONTACT_DETAILS, [clause]), *rest]
         route.explanations.append(f"change request: {request.explanation}: the verification workflow, nothing stored")

@@ -367,6 +367,7 @@ class GenerationRequest:
     feedback: tuple[ClaimFeedback, ...] = ()
     attempt: int = 1
     place_names: tuple[str, ...] = ()
+    confident_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -285,7 +285,8 @@ class PolicyPart:
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
         asked = question_for_generation(plan, ctx.route, offered)
         grounded = self.answerer.answer(asked.text, plan.intent, offered, request.as_of, ctx.calls,
-                                        place_names=asked.place_names)
+                                        place_names=asked.place_names,
+                                   confident_only=plan.only_if_answered)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, found, offered, grounded)
         elif route.location is not None and grounded.unavailable is None:
@@ -326,7 +327,8 @@ class PolicyPart:
             return grounded
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
-                                   place_names=asked.place_names)
+                                   place_names=asked.place_names,
+                                   confident_only=plan.only_if_answered)
         merged = prefer_local(own, grounded)
         return without_overridden(merged, overridden_claims(merged, plan.intent, self._claim_qualifiers(merged)))
 
@@ -443,7 +445,8 @@ class PolicyPart:
                       place_names: tuple[str, ...]) -> Grounded | None:
         """The answer from a clinic's own passages alone (the same generate-and-validate loop), or
         None when it shows no claim about what was asked."""
-        own = self.answerer.answer(question, plan.intent, local, ctx.request.as_of, ctx.calls, place_names=place_names)
+        own = self.answerer.answer(question, plan.intent, local, ctx.request.as_of, ctx.calls, place_names=place_names,
+                                   confident_only=plan.only_if_answered)
         if own.best is None or not any(self._about_what_was_asked(ctx, own.best, claim)
                                        for claim in own.best.generated.claims):
             return None
@@ -549,7 +552,8 @@ class PolicyPart:
                       for i, h in enumerate(readable[: self.settings.clinic_rules_asked], start=1))
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
-                                   place_names=asked.place_names)
+                                   place_names=asked.place_names,
+                                   confident_only=plan.only_if_answered)
         if own.unavailable is not None or own.best is None:
             return ""
         best = own.best

@@ -350,6 +350,8 @@ class LexiconRouter:
                           PartPlan("", CLINICAL, PART_KIND[CLINICAL], [], boundary=decision.boundary)))
             result.intents.append(CLINICAL)
         plans.sort(key=lambda item: item[0])
+        if _names_nothing_to_book(plans, found, result):
+            plans.append((len(decision.clauses), _policy_reading(decision.in_scope_clauses, result)))
         for number, (_, plan) in enumerate(plans, start=1):
             plan.part_id = f"p{number}"
             result.parts.append(plan)
@@ -361,6 +363,32 @@ class _Intents:
     first_seen: dict[Intent, int] = dataclasses.field(default_factory=dict)
     clinical_index: int | None = None
     context: list[str] = dataclasses.field(default_factory=list)  # in-scope clauses that match no intent
+
+
+def _names_nothing_to_book(plans: list[tuple[int, PartPlan]], found: _Intents, result: Route) -> bool:
+    """A question whose only part is a slot request that names no specialty and no doctor to book:
+    "Do I need to book for the Saturday doctor or can I just turn up?", "had bloods taken monday, when
+    should I expect to know", "can i push my fitting to next week without paying" read as booking
+    requests to a lexicon ("book") or the intent model, but they ask what a policy says."""
+    if len(plans) != 1 or found.clinical_index is not None or result.provider:
+        return False
+    plan = plans[0][1]
+    return plan.intent == AVAILABILITY and plan.clarification is not None and \
+        plan.clarification.kind == "which_specialty"
+
+
+def _policy_reading(clauses: list[str], result: Route) -> PartPlan:
+    """The policy part of a slot request that names nothing to book (see _names_nothing_to_book):
+    it searches every policy intent, only a lead the generator is confident in may answer
+    (GenerateRequest.confident_only), and it is shown only when it answers; the slot part still asks
+    what to book."""
+    plan = PartPlan("", OTHER, PART_KIND[OTHER], list(clauses), search_intents=POLICY_INTENTS, only_if_answered=True)
+    plan.query = _query(plan.clauses, result)
+    result.explanations.append("a slot request that names nothing to book may ask a policy question: a policy part "
+                               f"searches the policy intents ({', '.join(POLICY_INTENTS)}) and is shown only if "
+                               "it answers")
+    return plan
+
 
 def _search_intents(intent: Intent, by_intent: dict[Intent, list[str]], explanations: list[str]) -> tuple[Intent, ...]:
     """The intent scope of a policy part's Search. A part whose intent a lexicon named searches

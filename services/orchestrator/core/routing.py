@@ -60,6 +60,9 @@ class PartPlan:
     # The intent filter of a policy part's Search, decided up front from the question (never
     # relaxed after a result): the part's own intent, or the union of the plausible ones.
     search_intents: tuple[Intent, ...] = ()
+    # A policy reading the question may or may not have (a booking request that names nothing to
+    # book reads as a question about booking too): shown only when it answers, else dropped.
+    only_if_answered: bool = False
 
 
 @dataclasses.dataclass
