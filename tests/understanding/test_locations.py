@@ -145,3 +145,39 @@ def test_shared_prefix_is_ambiguous_and_names_both():
     result = resolve("when does Cedar open?", locations)
     assert result.status == "ambiguous" and {c.location_id for c in result.candidates} == {"t-n", "t-s"}
     assert resolve("when does Cedar open?", locations, location_id="t-s").location_id == "t-s"
+
+
+REDGUM = LocationInfo("q-redgum", "Kids' Clinic at Redgum Hospital", aliases=("Redgum", "Kids' Clinic", "Harbor"))
+BANKSIA = LocationInfo("q-banksia", "Banksia Street Clinic", aliases=("Banksia St", "Pelican Point"))
+
+
+@pytest.mark.parametrize("question", [
+    "can i bring my other two kids along to their sisters appointment?",
+    "the kids are off school that day, can we come later",
+    "is there a point in coming early",
+])
+def test_a_common_word_of_a_name_alone_names_no_clinic(question):
+    """A common word that is only part of a name ("Kids' Clinic", "Pelican Point") is no mention of
+    it without a place word beside it; the question then names no clinic."""
+    assert resolve(question, [REDGUM, BANKSIA]).status == "none"
+
+
+@pytest.mark.parametrize("question,location_id", [
+    ("is parking free at kids?", "q-redgum"),
+    ("what time does the kids clinic open", "q-redgum"),
+    ("can i cancel at harbor", "q-redgum"),
+    ("my appointment is at redgum on wednesday", "q-redgum"),  # a rare word names it alone
+    ("how do i get to pelican point", "q-banksia"),
+])
+def test_a_common_word_of_a_name_with_a_place_word_or_a_rare_word_names_the_clinic(question, location_id):
+    assert resolve(question, [REDGUM, BANKSIA]).location_id == location_id
+
+
+def test_a_name_that_is_one_common_word_names_the_clinic_alone():
+    """The alias "Harbor" is the whole name: whoever wrote it meant the clinic by that word."""
+    assert resolve("whats the parking like round harbor", [REDGUM, BANKSIA]).location_id == "q-redgum"
+
+
+def test_a_reply_to_which_clinic_names_it_by_a_common_word_alone():
+    assert resolve("kids", [REDGUM, BANKSIA], reply=True).location_id == "q-redgum"
+    assert resolve("kids", [REDGUM, BANKSIA]).status == "none"

@@ -244,7 +244,7 @@ class LexiconRouter:
 
     def bind_reply(self, missing: str, reply: str, candidates: list[clinics.LocationInfo]) -> str:
         if missing == "location":
-            found = locations.resolve(reply, candidates, exclude=self.lexicon.vocabulary)
+            found = locations.resolve(reply, candidates, exclude=self.lexicon.vocabulary, reply=True)
             return found.location_id if found.status == "resolved" and found.level != "only" else ""
         if missing == "specialty":
             match = _lexicon_match(fold(reply), self.lexicon.specialties)
@@ -254,7 +254,7 @@ class LexiconRouter:
                 match = _lexicon_match(fold(reply), table)
                 if match:
                     return match[1]
-            found = locations.resolve(reply, candidates, exclude=self.lexicon.vocabulary)
+            found = locations.resolve(reply, candidates, exclude=self.lexicon.vocabulary, reply=True)
             resolved = found.status == "resolved" and found.level != "only" and found.location is not None
             return found.location.display_name if resolved else ""
         return ""

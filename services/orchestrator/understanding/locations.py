@@ -26,9 +26,19 @@ import unicodedata
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
+from citetrace.idf import shipped as shipped_idf
+from citetrace.textnorm import stem
+
 from services.orchestrator.core.clinics import GENERIC_WORDS, LocationInfo
 
 ACCEPT = 0.86
+# A word of a name this common (the IDF of its stem below this) names a place only with a place
+# word beside it: "Kids' Clinic" is not named by "my other two kids", but by "at kids" or "the kids
+# clinic"; "Harbor" by "at harbor". Rare words ("Northgate", "Redgum") name it alone.
+COMMON_IDF = 5.0
+_PLACE_BEFORE = frozenset({"at", "in", "to", "from", "near", "outside", "into", "towards", "via"})
+_PLACE_AFTER = GENERIC_WORDS | {"one", "site", "branch", "location", "surgery", "centre", "center", "st", "street",
+                                "road", "rd"}
 MARGIN = 0.08
 MIN_WORD = 5
 LEVELS = ("exact", "canonical", "word", "fuzzy")
@@ -113,8 +123,24 @@ def _find(seq: list[str], sub: tuple[str, ...] | list[str]) -> Iterable[int]:
             yield i
 
 
-def mentions(question: str, locations: list[LocationInfo], exclude: frozenset[str] = frozenset()) -> list[Mention]:
-    """Every mention of every location, at every level it reaches."""
+def _common_word_alone(q: list[str], mention: Mention) -> bool:
+    """A mention that is one common word, less than the whole name it matched, with no place word
+    beside it."""
+    start, end = mention.start, mention.end
+    whole = mention.level != "word" and words(mention.name) == q[start:end]  # a word mention names its word
+    if end - start != 1 or whole:
+        return False
+    if shipped_idf().idf(stem(q[start])) >= COMMON_IDF:
+        return False
+    before = q[start - 1] if start > 0 else ""
+    after = q[end] if end < len(q) else ""
+    return before not in _PLACE_BEFORE and after not in _PLACE_AFTER
+
+
+def mentions(question: str, locations: list[LocationInfo], exclude: frozenset[str] = frozenset(),
+             *, reply: bool = False) -> list[Mention]:
+    """Every mention of every location, at every level it reaches. `reply`: the text answers
+    "which clinic?", so a common word of a name names it alone too ("kids")."""
     q = words(question)
     q_folded = [_fold_word(w) for w in q]
     found: list[Mention] = []
@@ -138,7 +164,7 @@ def mentions(question: str, locations: list[LocationInfo], exclude: frozenset[st
                 score, start, end = _fuzzy(q_folded, form.fuzzy_target, len(core))
                 if score >= ACCEPT:
                     found.append(Mention(loc, "fuzzy", start, end, score, name))
-    return found
+    return found if reply else [m for m in found if not _common_word_alone(q, m)]
 
 
 def _fuzzy(q: list[str], target: str, n: int) -> tuple[float, int, int]:
@@ -192,13 +218,14 @@ def _generic_tail(question: str, locations: list[LocationInfo]) -> tuple[str, li
 
 
 def resolve(question: str, locations: list[LocationInfo], *, location_id: str = "",
-            exclude: frozenset[str] = frozenset()) -> Resolution:
+            exclude: frozenset[str] = frozenset(), reply: bool = False) -> Resolution:
     """`locations`: the caller's permitted locations. `location_id`: the request's explicit hint
-    (already checked to be permitted). `exclude`: domain words that never name a clinic alone."""
+    (already checked to be permitted). `exclude`: domain words that never name a clinic alone.
+    `reply`: the text answers "which clinic?" (see mentions)."""
     by_id = {loc.location_id: loc for loc in locations}
     hint = by_id.get(location_id)
     q = words(question)
-    found = mentions(question, locations, exclude)
+    found = mentions(question, locations, exclude, reply=reply)
     for level in LEVELS:
         at_level = _drop_covered([m for m in found if m.level == level])
         if not at_level:
