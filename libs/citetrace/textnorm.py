@@ -44,6 +44,15 @@ def stem(word: str) -> str:
     return _STEMMER.stemWord(word)
 
 
+_ABSENT = re.compile(r"([a-z]{3,})(?:less|free)")
+
+
+def thing_absent(word: str) -> str:
+    """The thing a word says is absent: "cash" of "cashless", "smoke" of "smokefree" ("" otherwise)."""
+    found = _ABSENT.fullmatch(word)
+    return found[1] if found and found[1] not in STOPWORDS else ""
+
+
 def content_words(text: str) -> list[str]:
     """Tokens minus function words and single letters, in order."""
     return [t for t in tokens(text) if t not in STOPWORDS and not (len(t) == 1 and t.isalpha())]

@@ -34,6 +34,7 @@ import re
 import unicodedata
 
 from citetrace.idf import shipped as shipped_idf
+from citetrace.textnorm import thing_absent
 
 from services.generation import claimtext
 
@@ -109,13 +110,20 @@ _CJK_RUN = re.compile(r"[\u3040-\u30FF\u4E00-\u9FFF]+")
 
 def terms(text: str) -> frozenset[str]:
     """claimtext.content_set, with each run of Chinese/Japanese characters (no spaces between
-    words) as its character bigrams ("免费口译" -> 免费, 费口, 口译) instead of one long token."""
+    words) as its character bigrams ("免费口译" -> 免费, 费口, 口译) instead of one long token, and
+    the thing a word says is absent ("cashless", "smokefree") beside the word: "The clinic is
+    cashless" is about cash."""
     runs = _CJK_RUN.findall(text)
+    base = claimtext.content_set(_CJK_RUN.sub(" ", text) if runs else text) | _absent_things(text)
     if not runs:
-        return claimtext.content_set(text)
-    base = claimtext.content_set(_CJK_RUN.sub(" ", text))
+        return base
     grams = {run[i:i + 2] for run in runs for i in range(max(1, len(run) - 1))}
     return base | frozenset(grams)
+
+
+def _absent_things(text: str) -> frozenset[str]:
+    """The stems of X in "Xless" and "Xfree" (cashless, paperless, smokefree), content words only."""
+    return claimtext.content_set(" ".join(filter(None, map(thing_absent, claimtext.tokens(text)))))
 
 
 # Questions whose answer is an amount (answer typing, as in question answering): a duration or a

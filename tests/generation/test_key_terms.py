@@ -6,7 +6,9 @@ tests/e2e/unseen/juniper, 2026-12-06)."""
 from __future__ import annotations
 
 import pytest
+from citetrace.textnorm import thing_absent
 
+from services.generation import relevance
 from services.generation.relevance import coverage, key_terms, terms
 
 
@@ -80,3 +82,20 @@ def test_what_states_an_amount(text, kind, states):
     from services.generation.relevance import states_amount
 
     assert states_amount(text, kind) is states
+
+
+@pytest.mark.parametrize("word,thing", [
+    ("cashless", "cash"), ("paperless", "paper"), ("smokefree", "smoke"), ("scentfree", "scent"),
+    ("unless", ""), ("less", ""), ("free", ""), ("cash", ""), ("regardless", "regard"),
+])
+def test_the_thing_a_word_says_is_absent(word, thing):
+    assert thing_absent(word) == thing
+
+
+def test_a_sentence_that_says_a_thing_is_absent_is_about_that_thing():
+    """ "The clinic is cashless" answers "do you take cash?" (in the negative): its terms hold "cash",
+    so it covers the question's key term as a sentence naming cash does."""
+    assert "cash" in relevance.terms("The Kids' Clinic is cashless.")
+    assert relevance.covers("cash", relevance.terms("The Kids' Clinic is cashless."))
+    assert "cash" not in relevance.terms("Pay at the cashier on Level 2.")
+

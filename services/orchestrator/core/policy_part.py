@@ -206,8 +206,10 @@ def cited_context(best: Attempt, claim_id: str) -> str:
 def _content_stems(text: str) -> frozenset[str]:
     """The stems of a text's content words, digits and amounts aside (a number is a quantity, the
     quantity check's business)."""
-    return frozenset(textnorm.stem(w) for w in textnorm.content_words(text)
-                     if w.isalpha() and len(w) > 2) - _UNSPECIFIC_STEMS
+    words = [w for w in textnorm.content_words(text) if w.isalpha() and len(w) > 2]
+    # "cashless" shares its subject with "we take cash"
+    words += [t for t in map(textnorm.thing_absent, words) if t]
+    return frozenset(textnorm.stem(w) for w in words) - _UNSPECIFIC_STEMS
 
 
 def citation_for(label: str, hit: Hit) -> Citation:
