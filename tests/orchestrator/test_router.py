@@ -159,9 +159,12 @@ def test_a_clinic_that_does_not_offer_the_specialty_gets_one_question_with_the_a
 
 def test_a_specialty_the_tenant_does_not_offer_asks_which_specialty():
     result = route("Can I book physiotherapy tomorrow?", AS_OF, ACME)
-    (part,) = result.parts
+    part, reading = result.parts
     assert part.missing == ["specialty"]
     assert asked(part).startswith("Physiotherapy is not offered here. Which specialty")
+    # Nothing the clinics offer is named: the words may ask what a policy says ("does my daughter need
+    # a letter from her gp or can i just book her in?"), shown only if a confident answer is found.
+    assert reading.only_if_answered and reading.clarification is None
 
 
 def test_context_of_a_clinical_question_is_not_a_part_of_its_own():

@@ -14,6 +14,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import yaml
+from citetrace import textnorm
 
 from services.orchestrator.core import clinics, dates, scope
 from services.orchestrator.core.model import Intent, PartKind
@@ -48,6 +49,9 @@ PROVIDER_BY_NAME = "re:\\bdr\\.? [a-z]+"
 DEFAULT_HORIZON_DAYS = 14
 # A model intent below this, next to a clause whose intent the lexicon names, makes its clause context.
 MODEL_CONFIDENT = 0.6
+# Words that greet, thank or soften and ask nothing (en, nb): a clause of these alone ("hi!!", "thanks
+# heaps", "cheers", "tusen takk") has no intent, whatever the model reads into it.
+COURTESY = frozenset(["hi", "hello", "hey", "hiya", "heya", "howdy", "morning", "afternoon", "evening", "good", "day", "thanks", "thank", "thankyou", "thx", "ty", "cheers", "ta", "heaps", "lots", "much", "so", "very", "many", "kind", "kindly", "regards", "appreciate", "appreciated", "advance", "please", "pls", "plz", "ok", "okay", "lol", "haha", "xx", "x", "mate", "guys", "team", "folks", "dear", "love", "sorry", "great", "awesome", "lovely", "brilliant", "wonderful", "hei", "heisann", "hallo", "takk", "tusen", "hilsen", "mvh", "vennlig", "god", "morgen", "dag", "kveld"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +181,11 @@ class LexiconRouter:
         out = _Intents()
         decided = {index: self._clause_intents(decision, index, verdict.clause)
                    for index, verdict in enumerate(decision.clauses) if verdict.kind != scope.CLINICAL}
+        courtesy = {index for index in decided if _courtesy_only(decision.clauses[index].clause)}
+        for index in courtesy:
+            if decided[index]:
+                explanations.append(f"clause {index + 1}: courtesy only: no intent")
+            decided[index] = []
         named = [i for i, found in decided.items() if found and not found[0][1].startswith("model ")]
         clinical = any(v.kind == scope.CLINICAL for v in decision.clauses)
         for index, found in decided.items():
@@ -215,7 +224,7 @@ class LexiconRouter:
                 if pattern.search(fold(verdict.clause)):
                     explanations.append(f"clause {index + 1}: '{entry}' is not about the appointment "
                                         "(ignored for intents)")
-            if not found:
+            if not found and index not in courtesy:
                 out.context.append(verdict.clause)
             if {i for i, _ in found} >= {AVAILABILITY, PROVIDER} and dict(found)[PROVIDER] == PROVIDER_BY_NAME:
                 # "Is Dr. X available ...": the doctor is an entity of the slot request, not a
@@ -365,16 +374,23 @@ class _Intents:
     context: list[str] = dataclasses.field(default_factory=list)  # in-scope clauses that match no intent
 
 
+def _courtesy_only(clause: str) -> bool:
+    """A clause with words, all of them greeting, thanks or softeners (COURTESY)."""
+    found = textnorm.tokens(clause)
+    return bool(found) and all(w in COURTESY or w in textnorm.STOPWORDS for w in found)
+
+
 def _names_nothing_to_book(plans: list[tuple[int, PartPlan]], found: _Intents, result: Route) -> bool:
-    """A question whose only part is a slot request that names no specialty and no doctor to book:
-    "Do I need to book for the Saturday doctor or can I just turn up?", "had bloods taken monday, when
-    should I expect to know", "can i push my fitting to next week without paying" read as booking
-    requests to a lexicon ("book") or the intent model, but they ask what a policy says."""
+    """A question whose only part is a slot request that names no doctor and no specialty the caller's
+    clinics offer: "Do I need to book for the Saturday doctor or can I just turn up?", "had bloods
+    taken monday, when should I expect to know", "does my daughter need a letter from her gp or can i
+    just book her in?" (a GP where none is offered) read as booking requests to a lexicon ("book") or
+    the intent model, but they ask what a policy says."""
     if len(plans) != 1 or found.clinical_index is not None or result.provider:
         return False
     plan = plans[0][1]
     return plan.intent == AVAILABILITY and plan.clarification is not None and \
-        plan.clarification.kind == "which_specialty"
+        plan.clarification.kind in ("which_specialty", "specialty_not_offered")
 
 
 def _policy_reading(clauses: list[str], result: Route) -> PartPlan:
