@@ -71,10 +71,11 @@ NORWEGIAN = _stems(
 # The vocabulary that only says which kind of question a part is (its intent), never the topic.
 INTENT_WORDS: dict[str, frozenset[str]] = {
     "ARRIVAL_PREPARATION": _stems(
-        """arrive arrival arriving early earlier late before minutes minute check checkin prepare preparation
+        """arrive arrival arriving early earlier earliest latest late before minutes minute check checkin prepare preparation
         bring wear fast fasting come present komme tidlig møte oppmøte ta med sent turn show reach"""),
     "CANCELLATION_RESCHEDULING": _stems(
         """cancel cancelled cancelling cancellation reschedule rescheduling change move fee fees charge charged
+        latest deadline
         pay cost costs notice hours advance late miss missed no-show show turn avbestille avbestiller avbestilling
         gebyr flytte koster betale sent"""),
     "PROVIDER_INFORMATION": _stems(
@@ -134,6 +135,9 @@ _ASKS_DURATION = re.compile(
     r"\bhow (?:long|early|late|soon|far ahead|far in advance)\b|\bhow (?:much|many) (?:\w+ ){0,2}?"
     r"(?:notice|time|warning|minutes|hours|days|weeks|before|earlier|ahead|in advance)\b|\bwhat time\b|\bby when\b"
     r"|\bwhat(?:'s|s| is)? (?:the )?notice\b|\bnotice period\b"
+    # a deadline or the first moment asked for ("what's the latest I can cancel", "the earliest we can come")
+    r"|\b(?:latest|earliest|soonest)\b(?= (?:i|we|you|u|ye|they|he|she|my|time|possible|point|day|moment)\b)"
+    r"|\bdeadline\b"
     r"|\bhvor (?:lenge|tidlig|sent)\b|\bhvor mye (?:\w+ )?(?:varsel|tid)\b|\bnår må\b", re.IGNORECASE)
 # "How much" asks a price when nothing but an amount of money can follow it ("how much is it", "how
 # much for a filling", "how much does it cost", "how much will medicare give me back", "how much

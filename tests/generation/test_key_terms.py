@@ -52,6 +52,11 @@ def test_a_topic_word_stays_a_key_term():
     ("How much do you charge to fill out the form", "price"),
     ("how much for a filling?", "price"),
     ("hvor mye må jeg betale for legeerklæring?", "price"),
+    # a deadline or a first moment asks a time; "the latest news" does not
+    ("whats the latest i can cancel without being charged anything?", "duration"),
+    ("what's the earliest we can come in?", "duration"),
+    ("is there a deadline to reschedule", "duration"),
+    ("where can i read the latest newsletter", ""),
 ])
 def test_the_amount_a_question_asks_for(question, kind):
     from services.generation.relevance import asked_amount
@@ -99,3 +104,11 @@ def test_a_sentence_that_says_a_thing_is_absent_is_about_that_thing():
     assert relevance.covers("cash", relevance.terms("The Kids' Clinic is cashless."))
     assert "cash" not in relevance.terms("Pay at the cashier on Level 2.")
 
+
+
+def test_a_deadline_word_says_what_kind_of_question_it_is_not_its_topic():
+    """"latest" in "whats the latest i can cancel" asks for a deadline (a duration): left as a key term
+    it was the question's whole topic, no sentence covered it, and the part abstained (Quillon q19)."""
+    assert key_terms("whats the latest i can cancel without being charged anything?", "CANCELLATION_RESCHEDULING") == \
+        frozenset()
+    assert "latest" not in key_terms("what's the latest arrival time for my scan", "ARRIVAL_PREPARATION")
