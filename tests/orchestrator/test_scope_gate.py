@@ -87,3 +87,11 @@ def test_the_rules_and_the_wording_are_versioned_data():
     # Every boundary kind has its words in every locale's wording file.
     for wording in load_catalog().by_locale.values():
         assert wording.version and all(wording.boundary(kind) for kind in policy.responses)
+
+
+@pytest.mark.parametrize("number", ["000", "999", "112", "911", "111", "113"])
+def test_the_emergency_wording_names_the_emergency_numbers_of_the_clinics_it_serves(number):
+    """A parent in Australia or a patient in England read 911/113/111 and no number of theirs; in the
+    UK 111 is the non-urgent line (the Quillon and Thornbury probes). Every locale names each."""
+    for wording in load_catalog().by_locale.values():
+        assert number in wording.boundary("emergency"), wording.locale
