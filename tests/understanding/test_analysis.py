@@ -112,3 +112,21 @@ def test_a_bokmal_question_is_also_read_through_its_english_gloss(analyzer):
     assert english.gloss[0].gloss is None and english.gloss[0].text == english.text
     bokmal = heads.read("Kan hodepinen min være farlig?", counting)
     assert len(texts) == 3 and "headache" in texts[2] and bokmal.gloss[0].text == texts[2]
+
+
+def test_a_follow_up_that_only_points_back_is_read_with_its_clause(analyzer):
+    """"how many times can i do that" alone read as a dose question (clinical 0.9); after a question
+    about moving an appointment it asks how often the move is allowed (the Quillon probe, q32)."""
+    analysis = analyzer.analyze("ive already moved my sons appt once bc of work, if i push it back again is there a "
+                                "charge? how many times can i do that")
+    assert analysis.in_scope and not analysis.emergency
+    assert [c.boundary for c in analysis.clauses] == ["logistics", "logistics"]
+    assert "follow-up of clause 1" in analysis.clauses[1].boundary_source
+
+
+@pytest.mark.parametrize("question", [
+    "Can I drive home after the dilation drops? Is it safe to do that?",
+    "I have a physio session tomorrow. How many painkillers can I take before it?",
+])
+def test_a_follow_up_with_a_clinical_ask_of_its_own_stays_clinical(analyzer, question):
+    assert analyzer.analyze(question).clauses[-1].boundary == "clinical"

@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Callable
 
 from citetrace import language as lang
+from citetrace import textnorm
 
 from services.orchestrator.core.text import fold, normalize, split_clauses
 from services.orchestrator.understanding.encoder import QuestionEncoder
@@ -165,6 +166,7 @@ class QuestionAnalyzer:
             results.append(ClauseAnalysis(clause, start, end, label, source, scores, check.discarded,
                                           intents, intent_source, intent_scores, hits))
         results = self._statements_as_context(results, encoded, t_emergency, t_boundary)
+        results = self._follow_ups_read_with_their_clause(results, encoded, t_emergency, t_boundary)
         # The whole question is an emergency when any clause is, or when the question read as one is
         # (the model on the whole question's vector, or a red flag that spans two clauses: "I fainted.
         # Twice, with chest pain.").
@@ -200,6 +202,27 @@ class QuestionAnalyzer:
                                                              f"(joint logistics {joint[LOGISTICS]:.3f})")
         return out
 
+    def _follow_ups_read_with_their_clause(self, results: list[ClauseAnalysis], encoded, t_emergency: float,
+                                           t_boundary: float) -> list[ClauseAnalysis]:
+        """A follow-up that only points back ("how many times can I do that?", "is that ok?") says
+        nothing alone: read alone the model called "how many times can i do that" clinical (0.9, as a
+        dose), after "if i push it back again is there a charge?". Read with the clause before it
+        (the model on their joint span): logistics there makes it that clause's context. A model
+        decision only; a rule's or an emergency is never read down."""
+        out = list(results)
+        for i in range(1, len(out)):
+            clause, before = out[i], out[i - 1]
+            if clause.boundary != CLINICAL or clause.boundary_source != "model" or before.boundary != LOGISTICS:
+                continue
+            if not leans_on_what_came_before(clause.text):
+                continue
+            joint = self.heads.boundary_scores(self.heads.vector(encoded, before.start, clause.end))
+            if joint[EMERGENCY] < t_emergency and joint[EMERGENCY] + joint[CLINICAL] < t_boundary:
+                out[i] = dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
+                                             boundary_source=f"model: a follow-up of clause {i} "
+                                                             f"(joint logistics {joint[LOGISTICS]:.3f})")
+        return out
+
     def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float],
                                                      tuple[tuple[str, str], ...]]:
         scores = self.heads.intent_scores(vector)
@@ -213,6 +236,19 @@ class QuestionAnalyzer:
 
 
 _QUESTION_START = frozenset(["can", "could", "should", "shall", "is", "are", "am", "do", "does", "did", "what", "whats", "how", "when", "where", "why", "which", "who", "will", "would", "may", "might", "must", "kan", "skal", "bør", "er", "har", "hva", "hvordan", "når", "hvor", "hvorfor", "hvilken", "hvilke", "må", "vil"])
+
+
+_POINTING_BACK = frozenset({"that", "it", "this", "those", "them", "so", "det", "dette", "den"})
+# Words a follow-up may have besides pointing back: how often, whether it is allowed (en, nb).
+_FOLLOW_UP_WORDS = frozenset({"many", "much", "often", "times", "time", "ok", "okay", "fine", "alright", "allowed",
+                              "again", "more", "still", "mange", "ganger", "greit", "lov", "igjen", "fortsatt"})
+
+
+def leans_on_what_came_before(clause: str) -> bool:
+    """A clause that points back ("that", "it") and says nothing of its own but how often or whether
+    it is allowed: "how many times can i do that", "is that ok?", "can i do it again"."""
+    words = set(textnorm.tokens(clause))
+    return bool(words & _POINTING_BACK) and set(textnorm.content_words(clause)) <= _FOLLOW_UP_WORDS
 
 
 def is_statement(clause: str) -> bool:
