@@ -298,3 +298,49 @@ def test_for_an_override_a_rule_for_every_appointment_applies_to_the_asked_type(
     assert found is not None and "lead time" in found.explanation
     other = cand("S2", "other-faq", "Please arrive 20 minutes before your appointment time.", scope=())
     assert detect([everywhere, other], ARRIVAL, VOCAB, asked, question=question) is None
+
+
+# The independent Aspen Ridge probe (tests/e2e/unseen/ASPENRIDGE.md): a group FAQ whose title carries
+# the group's name ("... Orthopedics & Imaging"), a rule for everyone beside one for new patients,
+# and an imaging center's own page.
+GROUP_ARRIVAL = cand("S1", "asp-faq", "Please check in 15 minutes before your scheduled appointment time. New patients "
+                     "should plan on 20 minutes.", scope=(),
+                     context="Patient FAQ - Aspen Ridge Orthopedics & Imaging > How early should I arrive?")
+CENTER_ARRIVAL = cand("S2", "asp-foothills", "Please check in 30 minutes before your appointment time for every scan - "
+                      "MRI, CT and X-ray.", scope=("asp-foothills",),
+                      context="Imaging Center at Foothills Medical Campus > Arrival and check-in")
+
+
+def test_a_clinics_rule_for_every_scan_overrides_the_groups_rule_for_everyone():
+    """The group's passage holds a rule for everyone (15 minutes) beside one for new patients; the
+    center's rule names the kinds it covers ("every scan - MRI, CT and X-ray"), not a subgroup;
+    "Imaging" in the group's name says whose rule, not for what."""
+    found = detect([GROUP_ARRIVAL, CENTER_ARRIVAL], ARRIVAL, VOCAB, question="how early do i need to get there?",
+                   overrides=True)
+    assert found is not None and "lead time 15min vs 30min" in found.explanation
+
+
+def test_a_name_is_no_qualifier_but_a_service_is():
+    assert conflicts.qualifiers("Patient FAQ - Aspen Ridge Orthopedics & Imaging", VOCAB) == frozenset()
+    assert conflicts.qualifiers("an MRI appointment at Harbor Imaging Center", VOCAB, LEX.type_implies_specialty) == \
+        frozenset({"mri", "imaging"})
+    assert conflicts.qualifiers("Cardiology Clinic: arrive 20 minutes early", VOCAB) == frozenset({"cardiology"})
+
+
+def test_naming_everything_a_clinic_offers_narrows_nothing_there_but_an_appointment_type_does():
+    """48 hours' notice "to cancel a scan" at a clinic that offers imaging alone is its rule for every
+    appointment; "an MRI appointment" at the same kind of clinic is still the MRI's rule."""
+    group = cand("S1", "asp-cancel", "Please give us at least 24 hours' notice if you need to cancel.", scope=())
+    scan = Candidate("S2", "pid-S2", "asp-foothills", "ver-f", "scheduling_policy",
+                     "We need 48 hours' notice to cancel or reschedule a scan.", "Cancelling", ("asp-foothills",),
+                     frozenset({"imaging"}))
+    question = "how much notice do i have to give if i need to cancel?"
+    assert detect([group, scan], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is not None
+    mri_only = Candidate("S2", "pid-S2", "acme-harbor", "ver-h", "scheduling_policy",
+                         "Patients with an MRI appointment must give 48 hours' notice to cancel.", "Cancelling",
+                         ("acme-harbor",), frozenset({"imaging"}))
+    assert detect([group, mri_only], "cancellation_rescheduling", VOCAB, implies=LEX.type_implies_specialty,
+                  question=question, overrides=True) is None
+    unknown = Candidate("S2", "pid-S2", "asp-foothills", "ver-f", "scheduling_policy", scan.text, "Cancelling",
+                        ("asp-foothills",))
+    assert detect([group, unknown], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is None

@@ -79,6 +79,10 @@ class Candidate:
     text: str
     context: str = ""  # title and heading path: qualifiers only, never quantities
     location_scope: tuple[str, ...] | None = None  # None: not known
+    # For a rule scoped to locations: every specialty those locations offer (empty: not known). Naming
+    # all of them narrows nothing there ("48 hours' notice to cancel a scan" at an imaging center);
+    # an appointment type still does ("an MRI appointment at Harbor Imaging").
+    offers: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,10 +189,31 @@ def _stating_clauses(sentence: str, intent: str) -> str:
     return " ".join(stating) or sentence
 
 
+# A proper name with a place noun or an ampersand: capitalised words joined by "&", "and", "of",
+# "at", "the" ("Harbor Imaging Center", "Aspen Ridge Orthopedics & Imaging", "St. Olav Hospital").
+_CAPITALISED = r"[A-Z][\w'.-]*"
+_NAME = re.compile(
+    rf"\b{_CAPITALISED}(?:\s+(?:&|and|of|at|the|{_CAPITALISED}))*\s+(?:&\s+{_CAPITALISED}|"
+    r"(?:Center|Centre|Clinic|Clinics|Hospital|Practice|Campus|Surgery|Group|Partners|Associates|Health)\b)")
+
+
+_NAME_FILLERS = frozenset({"&", "and", "of", "at", "the", "center", "centre", "clinic", "clinics", "hospital",
+                           "practice", "campus", "surgery", "group", "partners", "associates", "health"})
+
+
+def _unless_a_service(match: re.Match[str], vocabulary_words: set[str]) -> str:
+    """A name's words go unless all of them are a service's ("Cardiology Clinic", "Imaging Center")."""
+    words = [w.strip(".,'").lower() for w in match.group(0).split()]
+    proper = [w for w in words if w not in _NAME_FILLERS and w not in vocabulary_words]
+    return " " if proper else match.group(0)
+
+
 def qualifiers(text: str, vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None = None) -> frozenset[str]:
     """Keys of the vocabulary (specialties, appointment types) the text names (plural too), with
-    the specialties those types imply."""
-    lowered = " ".join(text.lower().split())
+    the specialties those types imply. A name is no qualifier: "Imaging" in "Patient FAQ - Aspen
+    Ridge Orthopedics & Imaging" or "at Harbor Imaging Center" says whose rule, not for what."""
+    vocabulary_words = {w for phrases in vocabulary.values() for p in phrases for w in p.split()}
+    lowered = " ".join(_NAME.sub(lambda m: _unless_a_service(m, vocabulary_words), text).lower().split())
     keys = {
         key for key, phrases in vocabulary.items()
         if any(re.search(rf"(?<![\w-]){re.escape(p)}s?(?![\w-])", lowered) for p in phrases)
@@ -225,6 +250,32 @@ def asks_the_rule(question: str, intent: str) -> frozenset[str]:
     return asked_kinds(question) & frozenset(spec[1])
 
 
+def _for_whom(cand: Candidate, intent: str, vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None,
+              overrides: bool) -> frozenset[str]:
+    """The specialties and appointment types a passage's rule is for, from its stating sentences.
+    A sentence "for every scan - MRI, CT and X-ray" names what it covers, not a subgroup. For an
+    override, a passage whose rule holds for everyone in one sentence ("check in 15 minutes before",
+    then "new patients should plan on 20 minutes") is a rule for every appointment; otherwise every
+    sentence's qualifiers count."""
+    per_sentence = []
+    for sentence, _ in _rule_sentences(cand.text, intent, cand.context):
+        stated = _stating_clauses(sentence, intent)
+        per_sentence.append(frozenset() if _FOR_EVERY.search(stated) else
+                            qualifiers(f"{cand.context} {stated}", vocabulary, implies))
+    if not per_sentence:
+        return frozenset()
+    if not overrides:
+        return frozenset.union(*per_sentence)
+    named = frozenset.intersection(*per_sentence)
+    if cand.location_scope and cand.offers and cand.offers <= named:
+        named -= cand.offers
+    return named
+
+
+_FOR_EVERY = re.compile(r"\b(?:every|all|any|each)\s+(?:\w+\s+){0,2}?(?:scans?|appointments?|visits?|exams?|"
+                        r"examinations?|tests?|procedures?|sessions?|patients?|types?)\b", re.IGNORECASE)
+
+
 def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple[str, ...]],
            asked: frozenset[str] = frozenset(), implies: dict[str, str] | None = None,
            top_n: int = 4, question: str | None = None, overrides: bool = False) -> Conflict | None:
@@ -245,9 +296,7 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
             # Who a rule is for is read where the rule is stated (its sentences, title and headings),
             # not from a reason elsewhere in the passage ("Many of the appointments at Oakfield are
             # longer physiotherapy and nurse sessions ..." before "give us at least 48 hours' notice").
-            stated = " ".join(_stating_clauses(sentence, intent)
-                              for sentence, _ in _rule_sentences(cand.text, intent, cand.context))
-            stating.append((cand, found, qualifiers(f"{cand.context} {stated}", vocabulary, implies)))
+            stating.append((cand, found, _for_whom(cand, intent, vocabulary, implies, overrides)))
     authorities = AUTHORITIES.get(intent, frozenset())
     for (a, qa, wa), (b, qb, wb) in itertools.combinations(stating, 2):
         if a.document_id == b.document_id:

@@ -212,6 +212,15 @@ def _content_stems(text: str) -> frozenset[str]:
     return frozenset(textnorm.stem(w) for w in words) - _UNSPECIFIC_STEMS
 
 
+def _offered_at(ctx: PartContext, location_ids: tuple[str, ...]) -> frozenset[str]:
+    """Every specialty the locations offer (empty when any of them is not among the caller's
+    clinics, or states none)."""
+    known = {c.location_id: c for c in ctx.route.clinic_choices}
+    if not location_ids or any(loc not in known or not known[loc].specialties for loc in location_ids):
+        return frozenset()
+    return frozenset(s for loc in location_ids for s in known[loc].specialties)
+
+
 def citation_for(label: str, hit: Hit) -> Citation:
     """A citation of a whole retrieved passage (the conflict view: no validator verdict to take)."""
     ident = hit.passage.identity
@@ -625,6 +634,7 @@ class PolicyPart:
             h.passage.identity.version_id, h.passage.identity.source_class, h.passage.text,
             f"{h.passage.title} > {h.passage.heading_context}",
             None if scopes is None else scopes.get(h.passage.identity.version_id, ()),
+            _offered_at(ctx, () if scopes is None else scopes.get(h.passage.identity.version_id, ())),
         ) for i, h in enumerate(top) if scopes is None or h.passage.identity.version_id in scopes]
         return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
                                 len(top), question=" ".join(plan.clauses), overrides=overrides)
