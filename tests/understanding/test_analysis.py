@@ -130,3 +130,13 @@ def test_a_follow_up_that_only_points_back_is_read_with_its_clause(analyzer):
 ])
 def test_a_follow_up_with_a_clinical_ask_of_its_own_stays_clinical(analyzer, question):
     assert analyzer.analyze(question).clauses[-1].boundary == "clinical"
+
+
+def test_a_clinical_statement_is_not_hidden_behind_a_joint_reading_that_is_mostly_clinical(analyzer):
+    """"my knee aches on the outside after about 5 miles" (clinical 0.999) beside "Is it ok to keep
+    running on it until my appointment?" (the model: logistics): their joint span reads logistics
+    0.36, below both thresholds but no majority, so the statement stays clinical and the question
+    gets the clinical boundary rather than a policy answer (the Aspen Ridge probe, q21)."""
+    analysis = analyzer.analyze("I'm training for a half marathon and my knee aches on the outside after about 5 "
+                                "miles. Is it ok to keep running on it until my appointment with Dr. Sethi in 2 weeks?")
+    assert any(c.boundary == "clinical" for c in analysis.clauses)
