@@ -230,6 +230,8 @@ def test_no_red_flag(text):
     "how many panadol can i give my 4yo, she's about 16kg",
     "How much Motrin can I give my 18 month old?",
     "how much nurofen for a child of 22 kg",
+    # a therapy asked about as a treatment stays clinical
+    "is there a therapy for my bad knee",
 ])
 def test_clinical_patterns(text):
     assert RULES.check_clinical(fold(text)) is not None
@@ -264,6 +266,9 @@ def test_clinical_patterns(text):
     "How much does it cost to give my son a flu jab?",
     "I was sick last week so I missed my appointment, can I rebook?",
     "my daughter got into the wrong car park, where is the entrance?",
+    # a therapy named as the appointment (Aspen Ridge q18)
+    "what should i wear to physical therapy for my knee?",
+    "is occupational therapy for kids on the ground floor?",
 ])
 def test_logistics_is_not_clinical_by_rule(text):
     assert RULES.check_clinical(fold(text)) is None
