@@ -49,3 +49,24 @@ def test_a_question_of_courtesy_alone_is_still_answered_as_a_policy_question(gat
     """Nothing else to ask: the part searches every policy intent and the relevance rule decides."""
     result = route(gate, text)
     assert [p.kind for p in result.parts] == [PartKind.OTHER_POLICY]
+
+
+def test_a_statement_beside_a_question_asking_for_nothing_is_its_context(gate):
+    """The model read "trying to avoid my credit card" as a fee question (0.91), and the payment
+    question beside it became that part's context (the Aspen Ridge probe, q32)."""
+    result = route(gate, "do you guys take cash or checks? trying to avoid my credit card")
+    assert [p.kind for p in result.parts] == [PartKind.OTHER_POLICY]
+    assert any("asking for nothing: context" in e for e in result.explanations)
+
+
+@pytest.mark.parametrize("text,kinds", [
+    # a request stated, not asked, keeps its part
+    ("I need to cancel my appointment tomorrow. Is there a fee?", {PartKind.CANCELLATION_RESCHEDULING}),
+    # the first half of a question, not a sentence of its own
+    ("Any paediatric appointments tomorrow, and how early should I get there?",
+     {PartKind.LIVE_SLOT, PartKind.ARRIVAL_PREPARATION}),
+])
+def test_a_request_or_half_a_question_is_not_taken_for_context(gate, text, kinds):
+    result = route(gate, text)
+    assert kinds <= {p.kind for p in result.parts}
+    assert not any("asking for nothing" in e for e in result.explanations)

@@ -186,6 +186,16 @@ class LexiconRouter:
             if decided[index]:
                 explanations.append(f"clause {index + 1}: courtesy only: no intent")
             decided[index] = []
+        asking = {i for i, found in decided.items() if found and not is_statement(decision.clauses[i].clause)}
+        for index, found in decided.items():
+            clause = decision.clauses[index].clause
+            if found and found[0][1].startswith("model ") and asking - {index} and is_statement(clause) and \
+                    _a_sentence_of_its_own(decision, index) and not _REQUEST.search(fold(clause)):
+                # "do you take cash or checks? trying to avoid my credit card": the model read the
+                # reason as a fee question (0.91); a statement that asks for nothing, beside a
+                # question, is that question's context.
+                decided[index] = []
+                explanations.append(f"clause {index + 1}: a statement beside a question, asking for nothing: context")
         named = [i for i, found in decided.items() if found and not found[0][1].startswith("model ")]
         clinical = any(v.kind == scope.CLINICAL for v in decision.clauses)
         for index, found in decided.items():
@@ -372,6 +382,24 @@ class _Intents:
     first_seen: dict[Intent, int] = dataclasses.field(default_factory=dict)
     clinical_index: int | None = None
     context: list[str] = dataclasses.field(default_factory=list)  # in-scope clauses that match no intent
+
+
+# A statement that asks for something: "I need to cancel", "I'd like to book", "please move it".
+_REQUEST = re.compile(r"\b(need|needs|want|wants|wanna|would like|'d like|id like|like to|please|pls|plz|have to|"
+                      r"has to|got to|gotta|must|looking to|hoping to|can'?t make|cannot make|can not make|"
+                      r"cancel|reschedule|book|move|change|må|trenger|vil|ønsker)\b")
+
+
+def _a_sentence_of_its_own(decision: scope.ScopeDecision, index: int) -> bool:
+    """The clause ends its sentence (a full stop, a question or exclamation mark, or the end of the
+    question after it), so it is not the first half of a question ("Any family medicine slots
+    tomorrow, and how early should I get there?"). Unknown without the analysis' spans."""
+    analysis = decision.analysis
+    if analysis is None or index >= len(analysis.clauses):
+        return False
+    clause = analysis.clauses[index]
+    following = analysis.clauses[index + 1].start if index + 1 < len(analysis.clauses) else len(analysis.question)
+    return index + 1 == len(analysis.clauses) or bool(re.search(r"[.!?]", analysis.question[clause.start:following]))
 
 
 def _courtesy_only(clause: str) -> bool:
