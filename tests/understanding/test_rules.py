@@ -112,6 +112,11 @@ RULES = load_rules()
     "his lips look puffy and hes got hives all over",
     "her face has puffed up after the peanut butter",
     "hives all over and his cry sounds kinda hoarse",
+    # a bone through the skin, a limb bent where it does not bend
+    "bone sticking out of his leg after a fall, can we see someone",
+    "you can see the bone poking through the skin on her arm",
+    "her wrist is bent at a weird angle after she fell off the swing",
+    "my finger is pointing the wrong way after netball lol can i get in today",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -192,6 +197,10 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "my 34 weeks scan, will they check the temperature",
     "his eyes are puffy from hay fever, can we book the allergy clinic",
     "hes got a few hives on his arm after the jab",
+    # a bone scan, a bent brace, a knee that bends
+    "is the bone density scan covered by insurance",
+    "my knee brace is bent, can i get a new one at my appointment",
+    "it hurts when i bend my knee, can i see the physio this week",
     # "killing me" said of a pain or a thing is an idiom, no wish to die
     "is it ok to take ibuprofen for my back, im 14 weeks pregnant and its killing me",
     "my back is killing me, can i see the physio this week",
