@@ -117,6 +117,13 @@ RULES = load_rules()
     "you can see the bone poking through the skin on her arm",
     "her wrist is bent at a weird angle after she fell off the swing",
     "my finger is pointing the wrong way after netball lol can i get in today",
+    # after surgery or an injury: the saddle nerves, a cast cutting off the blood, a wound infection
+    # spreading with a fever; and a very young baby not feeding and very sleepy
+    "had my back op 2 weeks ago and now i cant really feel my bum and havent been able to pee since this morning",
+    "lost control of my bladder since the back surgery",
+    "his cast is really tight and his toes have gone cold and a bit blue",
+    "the wound from my knee surgery is red and hot and spreading and i have a temp of 39",
+    "my 3 week old isnt feeding and is really sleepy",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -197,6 +204,10 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "my 34 weeks scan, will they check the temperature",
     "his eyes are puffy from hay fever, can we book the allergy clinic",
     "hes got a few hives on his arm after the jab",
+    # a cast, a scar or cold feet with nothing wrong
+    "can i get my cast off early, my fingers are fine",
+    "my scar is a bit red, is that normal",
+    "i cant feel my feet when its cold, can i see a podiatrist",
     # a bone scan, a bent brace, a knee that bends
     "is the bone density scan covered by insurance",
     "my knee brace is bent, can i get a new one at my appointment",
