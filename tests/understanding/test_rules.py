@@ -124,6 +124,10 @@ RULES = load_rules()
     "his cast is really tight and his toes have gone cold and a bit blue",
     "the wound from my knee surgery is red and hot and spreading and i have a temp of 39",
     "my 3 week old isnt feeding and is really sleepy",
+    # a throat tightening, sudden confusion with legs that give way, a baby with no wet nappies
+    "got stung by a bee and my throat feels tight, can i book allergy testing",
+    "my dad is really confused and cant stand up since this morning",
+    "baby hasnt had a wet nappy since yesterday morning and has been vomiting",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -204,6 +208,10 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "my 34 weeks scan, will they check the temperature",
     "his eyes are puffy from hay fever, can we book the allergy clinic",
     "hes got a few hives on his arm after the jab",
+    # a sore throat, nappies asked about, confusion about a time
+    "i have a sore throat and a cough, can i see a gp",
+    "how many wet nappies should a newborn have",
+    "my mum is a bit confused about her appointment time, can you text her",
     # a cast, a scar or cold feet with nothing wrong
     "can i get my cast off early, my fingers are fine",
     "my scar is a bit red, is that normal",
