@@ -128,6 +128,10 @@ RULES = load_rules()
     "got stung by a bee and my throat feels tight, can i book allergy testing",
     "my dad is really confused and cant stand up since this morning",
     "baby hasnt had a wet nappy since yesterday morning and has been vomiting",
+    # the same classes in bokmål: an infant's fever, a cast cutting off the blood, a throat tightening
+    "kan vi flytte 6-ukerskontrollen? babyen er 5 uker og har 38,4 i feber",
+    "gipsen er stram og tærne hans er kalde og blå",
+    "fikk et bistikk og halsen føles trang",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -208,6 +212,9 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "my 34 weeks scan, will they check the temperature",
     "his eyes are puffy from hay fever, can we book the allergy clinic",
     "hes got a few hives on his arm after the jab",
+    # a fever at four years, a vaccine at two months with no fever
+    "datteren min på 4 år har hatt feber i to dager, kan vi få time",
+    "sønnen min på 2 måneder skal ha vaksine, kan vi flytte den",
     # a sore throat, nappies asked about, confusion about a time
     "i have a sore throat and a cough, can i see a gp",
     "how many wet nappies should a newborn have",
