@@ -132,6 +132,9 @@ RULES = load_rules()
     "kan vi flytte 6-ukerskontrollen? babyen er 5 uker og har 38,4 i feber",
     "gipsen er stram og tærne hans er kalde og blå",
     "fikk et bistikk og halsen føles trang",
+    # magnets swallowed; black, tarry stools with dizziness
+    "kid swallowed a magnet, seems fine, should we book a check",
+    "passing black tarry poo and feel dizzy, can i book in",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -215,6 +218,9 @@ def test_red_flags_discarded_with_a_reason(text, why):
     # a fever at four years, a vaccine at two months with no fever
     "datteren min på 4 år har hatt feber i to dager, kan vi få time",
     "sønnen min på 2 måneder skal ha vaksine, kan vi flytte den",
+    # black stools from iron tablets with no other sign, a magnet on the fridge
+    "my poo has been black since i started the iron tablets, is that normal",
+    "can i bring the fridge magnet form back to reception",
     # a sore throat, nappies asked about, confusion about a time
     "i have a sore throat and a cough, can i see a gp",
     "how many wet nappies should a newborn have",
