@@ -195,11 +195,8 @@ class QuestionAnalyzer:
                 continue
             if not is_statement(clause.text) or self.rules.check_clinical(fold(clause.text)) is not None:
                 continue
-            joint = self.heads.boundary_scores(self.heads.vector(encoded, clause.start, following.end))
-            if _reads_as_logistics(joint, t_emergency, t_boundary):
-                out[i] = dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
-                                             boundary_source=f"model: context of clause {i + 2} "
-                                                             f"(joint logistics {joint[LOGISTICS]:.3f})")
+            out[i] = self._context_if_read_together(clause, encoded, clause.start, following.end, t_emergency,
+                                                    t_boundary, f"context of clause {i + 2}")
         return out
 
     def _follow_ups_read_with_their_clause(self, results: list[ClauseAnalysis], encoded, t_emergency: float,
@@ -214,14 +211,20 @@ class QuestionAnalyzer:
             clause, before = out[i], out[i - 1]
             if clause.boundary != CLINICAL or clause.boundary_source != "model" or before.boundary != LOGISTICS:
                 continue
-            if not leans_on_what_came_before(clause.text):
-                continue
-            joint = self.heads.boundary_scores(self.heads.vector(encoded, before.start, clause.end))
-            if _reads_as_logistics(joint, t_emergency, t_boundary):
-                out[i] = dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
-                                             boundary_source=f"model: a follow-up of clause {i} "
-                                                             f"(joint logistics {joint[LOGISTICS]:.3f})")
+            if leans_on_what_came_before(clause.text):
+                out[i] = self._context_if_read_together(clause, encoded, before.start, clause.end, t_emergency,
+                                                        t_boundary, f"a follow-up of clause {i}")
         return out
+
+    def _context_if_read_together(self, clause: ClauseAnalysis, encoded, start: int, end: int, t_emergency: float,
+                                  t_boundary: float, why: str) -> ClauseAnalysis:
+        """The clause as context (logistics, no intent of its own) when the model reads the joint span
+        start..end as logistics (_reads_as_logistics); else the clause unchanged."""
+        joint = self.heads.boundary_scores(self.heads.vector(encoded, start, end))
+        if not _reads_as_logistics(joint, t_emergency, t_boundary):
+            return clause
+        return dataclasses.replace(clause, boundary=LOGISTICS, intents=(), intent_source="context",
+                                   boundary_source=f"model: {why} (joint logistics {joint[LOGISTICS]:.3f})")
 
     def _intents(self, clause: str, vector) -> tuple[tuple[str, ...], str, dict[str, float],
                                                      tuple[tuple[str, str], ...]]:
