@@ -135,6 +135,9 @@ RULES = load_rules()
     # magnets swallowed; black, tarry stools with dizziness
     "kid swallowed a magnet, seems fine, should we book a check",
     "passing black tarry poo and feel dizzy, can i book in",
+    # a fall and unable to get up; severe pain in the eye with blurred sight
+    "my mum fell and cant get up, her hip really hurts, can the gp come tomorrow",
+    "i have a severe pain in my eye and my vision is blurry since this morning",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -221,6 +224,11 @@ def test_red_flags_discarded_with_a_reason(text, why):
     # black stools from iron tablets with no other sign, a magnet on the fridge
     "my poo has been black since i started the iron tablets, is that normal",
     "can i bring the fridge magnet form back to reception",
+    # a fall long ago, getting up from a chair after a scan, eye strain
+    "i fell last year and now i want to book a falls assessment",
+    "he fell off his bike last week and couldnt stand on it for a day, now fine, can we book physio",
+    "can my dad stand up straight after the physio session or should he rest",
+    "my eyes feel tired after screens all day, can i book an eye test",
     # a sore throat, nappies asked about, confusion about a time
     "i have a sore throat and a cough, can i see a gp",
     "how many wet nappies should a newborn have",
