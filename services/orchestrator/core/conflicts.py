@@ -111,8 +111,13 @@ def rule_quantities(text: str, intent: str, context: str = "") -> dict[str, froz
     only from sentences that also carry a topic word of the intent, or from every sentence when
     the passage's title or heading (`context`) does ("When to arrive": "Aim to get to reception
     about 15 minutes before your appointment time")."""
+    return _quantities(_rule_sentences(text, intent, context))
+
+
+def _quantities(sentences: list[tuple[str, dict[str, set[str]]]]) -> dict[str, frozenset[str]]:
+    """What the rule sentences state together, by kind."""
     found: dict[str, set[str]] = {}
-    for _, stated in _rule_sentences(text, intent, context):
+    for _, stated in sentences:
         for kind, values in stated.items():
             found.setdefault(kind, set()).update(values)
     return {k: frozenset(v) for k, v in found.items()}
@@ -250,15 +255,15 @@ def asks_the_rule(question: str, intent: str) -> frozenset[str]:
     return asked_kinds(question) & frozenset(spec[1])
 
 
-def _for_whom(cand: Candidate, intent: str, vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None,
-              overrides: bool) -> frozenset[str]:
+def _for_whom(cand: Candidate, sentences: list[tuple[str, dict[str, set[str]]]], intent: str,
+              vocabulary: dict[str, tuple[str, ...]], implies: dict[str, str] | None, overrides: bool) -> frozenset[str]:
     """The specialties and appointment types a passage's rule is for, from its stating sentences.
     A sentence "for every scan - MRI, CT and X-ray" names what it covers, not a subgroup. For an
     override, a passage whose rule holds for everyone in one sentence ("check in 15 minutes before",
     then "new patients should plan on 20 minutes") is a rule for every appointment; otherwise every
     sentence's qualifiers count."""
     per_sentence = []
-    for sentence, _ in _rule_sentences(cand.text, intent, cand.context):
+    for sentence, _ in sentences:
         stated = _stating_clauses(sentence, intent)
         per_sentence.append(frozenset() if _FOR_EVERY.search(stated) else
                             qualifiers(f"{cand.context} {stated}", vocabulary, implies))
@@ -291,12 +296,13 @@ def detect(candidates: list[Candidate], intent: str, vocabulary: dict[str, tuple
         return None
     stating = []
     for cand in candidates[:top_n]:
-        found = rule_quantities(cand.text, intent, cand.context)
+        sentences = _rule_sentences(cand.text, intent, cand.context)
+        found = _quantities(sentences)
         if found:
             # Who a rule is for is read where the rule is stated (its sentences, title and headings),
             # not from a reason elsewhere in the passage ("Many of the appointments at Oakfield are
             # longer physiotherapy and nurse sessions ..." before "give us at least 48 hours' notice").
-            stating.append((cand, found, _for_whom(cand, intent, vocabulary, implies, overrides)))
+            stating.append((cand, found, _for_whom(cand, sentences, intent, vocabulary, implies, overrides)))
     authorities = AUTHORITIES.get(intent, frozenset())
     for (a, qa, wa), (b, qb, wb) in itertools.combinations(stating, 2):
         if a.document_id == b.document_id:

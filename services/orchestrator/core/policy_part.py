@@ -18,7 +18,7 @@ from citetrace.kit.errors import DomainError
 from citetrace.kit.metrics import PASSAGES_OFFERED
 
 from services.orchestrator.core import conflicts
-from services.orchestrator.core.clinics import GENERIC_WORDS
+from services.orchestrator.core.clinics import GENERIC_WORDS, LocationInfo
 from services.orchestrator.core.grounding import (
     LOCAL_PREFIX,
     Attempt,
@@ -212,10 +212,9 @@ def _content_stems(text: str) -> frozenset[str]:
     return frozenset(textnorm.stem(w) for w in words) - _UNSPECIFIC_STEMS
 
 
-def _offered_at(ctx: PartContext, location_ids: tuple[str, ...]) -> frozenset[str]:
-    """Every specialty the locations offer (empty when any of them is not among the caller's
-    clinics, or states none)."""
-    known = {c.location_id: c for c in ctx.route.clinic_choices}
+def _offered_at(known: dict[str, LocationInfo], location_ids: tuple[str, ...]) -> frozenset[str]:
+    """Every specialty the locations offer (`known`: the caller's clinics by ID; empty when any of
+    them is not among those, or states none)."""
     if not location_ids or any(loc not in known or not known[loc].specialties for loc in location_ids):
         return frozenset()
     return frozenset(s for loc in location_ids for s in known[loc].specialties)
@@ -296,8 +295,7 @@ class PolicyPart:
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
         asked = question_for_generation(plan, ctx.route, offered)
         grounded = self.answerer.answer(asked.text, plan.intent, offered, request.as_of, ctx.calls,
-                                        place_names=asked.place_names,
-                                   confident_only=plan.only_if_answered)
+                                        place_names=asked.place_names, confident_only=plan.only_if_answered)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, found, offered, grounded)
         elif route.location is not None and grounded.unavailable is None:
@@ -629,12 +627,13 @@ class PolicyPart:
         vocabulary = self._qualifier_vocabulary
         asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
         top = hits[: top_n or self.settings.conflict_top_n]
+        known = {c.location_id: c for c in ctx.route.clinic_choices}
         candidates = [conflicts.Candidate(
             f"S{i + 1}", h.passage.identity.passage_id, h.passage.identity.document_id,
             h.passage.identity.version_id, h.passage.identity.source_class, h.passage.text,
             f"{h.passage.title} > {h.passage.heading_context}",
             None if scopes is None else scopes.get(h.passage.identity.version_id, ()),
-            _offered_at(ctx, () if scopes is None else scopes.get(h.passage.identity.version_id, ())),
+            _offered_at(known, () if scopes is None else scopes.get(h.passage.identity.version_id, ())),
         ) for i, h in enumerate(top) if scopes is None or h.passage.identity.version_id in scopes]
         return conflicts.detect(candidates, plan.intent, vocabulary, asked, lexicon.type_implies_specialty,
                                 len(top), question=" ".join(plan.clauses), overrides=overrides)

@@ -51,7 +51,12 @@ DEFAULT_HORIZON_DAYS = 14
 MODEL_CONFIDENT = 0.6
 # Words that greet, thank or soften and ask nothing (en, nb): a clause of these alone ("hi!!", "thanks
 # heaps", "cheers", "tusen takk") has no intent, whatever the model reads into it.
-COURTESY = frozenset(["hi", "hello", "hey", "hiya", "heya", "howdy", "morning", "afternoon", "evening", "good", "day", "thanks", "thank", "thankyou", "thx", "ty", "cheers", "ta", "heaps", "lots", "much", "so", "very", "many", "kind", "kindly", "regards", "appreciate", "appreciated", "advance", "please", "pls", "plz", "ok", "okay", "lol", "haha", "xx", "x", "mate", "guys", "team", "folks", "dear", "love", "sorry", "great", "awesome", "lovely", "brilliant", "wonderful", "hei", "heisann", "hallo", "takk", "tusen", "hilsen", "mvh", "vennlig", "god", "morgen", "dag", "kveld"])
+COURTESY = frozenset("""
+    hi hello hey hiya heya howdy morning afternoon evening good day thanks thank thankyou thx ty
+    cheers ta heaps lots much so very many kind kindly regards appreciate appreciated advance
+    please pls plz ok okay lol haha xx x mate guys team folks dear love sorry great awesome lovely
+    brilliant wonderful hei heisann hallo takk tusen hilsen mvh vennlig god morgen dag kveld
+""".split())  # noqa: SIM905
 
 
 @dataclasses.dataclass(frozen=True)
@@ -398,6 +403,8 @@ def _a_sentence_of_its_own(decision: scope.ScopeDecision, index: int) -> bool:
     if analysis is None or index >= len(analysis.clauses):
         return False
     clause = analysis.clauses[index]
+    if clause.text != decision.clauses[index].clause:  # the analysis read other clauses
+        return False
     following = analysis.clauses[index + 1].start if index + 1 < len(analysis.clauses) else len(analysis.question)
     return index + 1 == len(analysis.clauses) or bool(re.search(r"[.!?]", analysis.question[clause.start:following]))
 
