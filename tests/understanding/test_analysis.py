@@ -4,7 +4,7 @@ conservative fallback for unknown languages."""
 
 import pytest
 
-from services.orchestrator.understanding.analysis import QuestionAnalyzer
+from services.orchestrator.understanding.analysis import QuestionAnalyzer, leans_on_what_came_before
 from services.orchestrator.understanding.bench import lexicon_matcher
 from services.orchestrator.understanding.encoder import DERIVED_SHA256, QuestionEncoder
 from services.orchestrator.understanding.model import load_heads
@@ -122,6 +122,18 @@ def test_a_follow_up_that_only_points_back_is_read_with_its_clause(analyzer):
     assert analysis.in_scope and not analysis.emergency
     assert [c.boundary for c in analysis.clauses] == ["logistics", "logistics"]
     assert "follow-up of clause 1" in analysis.clauses[1].boundary_source
+
+
+@pytest.mark.parametrize("clause,leans", [
+    ("how many times can i do that", True),
+    ("is that ok?", True),
+    ("can i do it again", True),
+    ("how many tablets can i take", False),   # says what it asks about
+    ("is the parking free?", False),          # points nowhere
+    ("can i bring it to the clinic", False),  # names a place of its own
+])
+def test_a_follow_up_points_back_and_says_nothing_of_its_own(clause, leans):
+    assert leans_on_what_came_before(clause) is leans
 
 
 @pytest.mark.parametrize("question", [

@@ -138,6 +138,21 @@ RULES = load_rules()
     # a fall and unable to get up; severe pain in the eye with blurred sight
     "my mum fell and cant get up, her hip really hurts, can the gp come tomorrow",
     "i have a severe pain in my eye and my vision is blurry since this morning",
+    # suicide warning signs without the words: a place to jump from beside a last word, a sleep meant
+    # to last, a weapon turned on oneself, affairs put in order, a plan for tonight; a supply taken at
+    # once, a count of tablets and a child in a parent's antidepressants (en and nb)
+    "cant do this anymore. sitting on the bridge right now",
+    "parked up at the cliffs. not coming back. cancel my appt pls",
+    "e står på perrongen og vil bare at alt ska stoppe",
+    "took my whole month of meds at once so i can sleep for good",
+    "there's a gun in the house and i keep thinking about using it on myself tonight",
+    "i've given away my cat and sorted my will. just need to cancel all my future bookings",
+    "jeg har gitt bort katten og ordnet testamentet",
+    "jeg har skrevet brev til familien og er ferdig med alt. takk for hjelpa",
+    "i've made my plan for tonight and i'm at peace with it",
+    "jeg tok 20 paracet for en time siden",
+    "my toddler chewed through a strip of my antidepressants",
+    "datteren min har tygget i seg noen av antidepressivene mine",
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
@@ -241,6 +256,18 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "is the bone density scan covered by insurance",
     "my knee brace is bent, can i get a new one at my appointment",
     "it hurts when i bend my knee, can i see the physio this week",
+    # the same words with no crisis: a place by name, a cat given away with a question, work done, a
+    # plan to travel, a cream used on oneself, a will without a farewell, a train platform
+    "we're meeting at the bridge cafe, goodbye for now, can i book for tuesday",
+    "my office is by the bridge street clinic, can't do this anymore with the parking",
+    "i gave away my old stuff when i moved, do i need to cancel all my appointments at the old clinic?",
+    "i gave away my cat, will i still need the allergy test?",
+    "jeg er ferdig med alt på jobb i dag, kan jeg komme kl 16?",
+    "i've made a plan to get there by bus today, is there a stop nearby?",
+    "i bought the numbing cream, can i use it on myself at home before the jab?",
+    "i need a letter from the doctor for my will, how much is that",
+    "vi står på perrongen og venter på toget, kommer 10 min for sent",
+    "i took my whole prescription to the pharmacy, can they fill it today",
     # "killing me" said of a pain or a thing is an idiom, no wish to die
     "is it ok to take ibuprofen for my back, im 14 weeks pregnant and its killing me",
     "my back is killing me, can i see the physio this week",
