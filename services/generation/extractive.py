@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 
 from citetrace import gloss, language
 
@@ -41,6 +42,7 @@ SEMANTIC_FOLLOW = 0.35
 # With a similarity, even a lead that covers the question's key terms needs this much meaning: a
 # clinic's generic name word ("practice") is no answer about its parking.
 SEMANTIC_FLOOR = 0.15
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A further claim is shown only when it is about as relevant as the lead (relevance within this).
 FOLLOW_MARGIN = 0.2
 # What a unit of a passage that names the place the question was resolved to (GenerateRequest.
@@ -97,6 +99,8 @@ class _Candidate:
     # bring?"): then the question asks for the list, not for one item of it.
     list_id: tuple[int, int] | None = None
     list_asked: bool = False
+    paragraph: int = 0  # which paragraph of its passage (blank-line separated) the unit is in
+    kind: str = "sentence"  # claimtext.Unit.kind
     only_in_list: bool = False  # touches nothing asked: a candidate only as an item of its whole list
 
 
@@ -235,7 +239,9 @@ class ExtractiveBackend:
                 candidate = _Candidate(unit.text, [passage.label], passage.source_class, 0.0, rank, position,
                                        reading=unit_reading(read(passage.heading_context), read(passage.title),
                                                             read(unit.text)),
-                                       matched=read(unit.text), own_place=names_place)
+                                       matched=read(unit.text), own_place=names_place,
+                                       paragraph=_PARAGRAPH_BREAK.subn("", passage.text[:raw_unit.start])[1],
+                                       kind=raw_unit.kind)
                 covered = relevance.terms(candidate.matched) | labelled
                 candidate.coverage = relevance.coverage(key_terms, covered)
                 candidate.key_terms = bool(key_terms) or bool(asked_terms)
@@ -395,7 +401,7 @@ class ExtractiveBackend:
             # part abstains honestly rather than show an answer to another question.
             return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         for rank, (claim_id, candidate) in enumerate(candidates):
-            if claim_id in excluded_ids or candidate.only_in_list:
+            if claim_id in excluded_ids or candidate.only_in_list or any(c.claim_id == claim_id for c in claims):
                 continue
             if top is None and ((amount_lead is not None and rank < amount_lead) or
                                 not may_lead(rank, claim_id, candidate)):
@@ -424,9 +430,37 @@ class ExtractiveBackend:
             if len(claims) == 1 and candidate.list_asked:
                 claims = self._whole_list(request, candidates, claims[0], candidate, excluded_ids, excluded_labels)
                 break
+            if len(claims) == 1 and meaning:
+                claims += self._rest_of_its_paragraph(request, candidates, candidate, meaning, excluded_ids,
+                                                      excluded_labels)
             if len(claims) >= self.max_claims:
                 break
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
+
+    def _rest_of_its_paragraph(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]],
+                               lead: _Candidate, meaning, excluded_ids: set[str], excluded_labels: set[str]) -> list[Claim]:
+        """The sentences that follow the lead in its own paragraph, in the document's order, while each
+        still reads near the question: a paragraph answers as a whole ("Riverside does not have its own
+        parking lot. Metered street parking is available on Mill Street ... The Second Street ramp is
+        one block east"), and the lead alone said only what there is not. Up to max_claims with the
+        lead; a sentence that reads as unrelated ends the run (it starts another subject)."""
+        offered = {p.label for p in request.passages}
+        following = sorted((c.position, claim_id, c) for claim_id, c in candidates
+                           if c.rank == lead.rank and c.paragraph == lead.paragraph and c.position > lead.position
+                           and c.kind == "sentence" and lead.kind == "sentence")
+        out: list[Claim] = []
+        expected = lead.position + 1
+        for position, claim_id, unit in following:
+            if position != expected or claim_id in excluded_ids or len(out) + 1 >= self.max_claims:
+                break
+            labels = [label for label in unit.labels if label in offered and label not in excluded_labels]
+            # Near the question in meaning and sharing a word it asks about (coverage is of the key terms).
+            if not labels or (unit.readable and unit.sem < SEMANTIC_FOLLOW) or unit.coverage <= 0.0:
+                break
+            out.append(Claim(claim_id, unit.text, labels, infer_claim_type(unit.text, unit.source_class,
+                                                                           request.intent)))
+            expected += 1
+        return out
 
     def _whole_list(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]], lead: Claim,
                     lead_candidate: _Candidate, excluded_ids: set[str], excluded_labels: set[str]) -> list[Claim]:

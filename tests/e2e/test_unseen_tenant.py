@@ -220,3 +220,14 @@ def test_a_change_at_a_clinic_leads_with_its_own_rule_even_below_the_generators_
     (part,) = [p for p in response.parts if p.kind == r.PART_KIND_CANCELLATION_RESCHEDULING]
     assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
     assert "48 timer" in part.claims[0].text, [claim.text for claim in part.claims]
+
+
+def test_a_clinic_sentence_that_says_its_rule_is_the_groups_is_no_override(lyngstad):
+    """Lyngstad q10: Holmvik's page says "Reglene for fastende prøver er de samme som ellers" (the
+    fasting rules are the same as elsewhere). Read as Holmvik's own answer it sent a fasting question
+    that names no clinic to "which clinic?"; a sentence that says the rule is the group's states none
+    of its own there (conflicts.says_the_same_as_elsewhere)."""
+    part = lyngstad.ask("skal ta fastende blodprøve i morgen tidlig, fra når må jeg slutte å spise i kveld?",
+                        tenant=LYNGSTAD).parts[0]
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any("kl. 22" in claim.text for claim in part.claims), [claim.text for claim in part.claims]

@@ -284,3 +284,35 @@ HOLMVIK = tuple(OfferedPassage(label, f"p-{label}", text, "scheduling_policy", f
 def test_bokmal_set_phrases_are_read_as_their_english(backend, question, intent, answer):
     generated = backend.generate(GenerationRequest(question, intent, HOLMVIK, place_names=("Holmvik helsehus",)))
     assert generated.claims and answer in generated.claims[0].text, [c.text for c in generated.claims]
+
+
+PARKING = (
+    passage("S1", "Parking", "The Orchard site does not have its own car park. Pay-and-display parking is on Kell Road, "
+            "up to two hours. The Mill Lane car park is a minute's walk away, and reception stamps your ticket for "
+            "three free hours.\n\nOur toilets are on the ground floor and have a baby changing table."),
+    passage("S2", "Getting here", "Bus routes 4 and 11 stop outside the main entrance."),
+)
+
+
+def test_a_lead_that_says_what_is_not_there_is_followed_by_the_rest_of_its_paragraph(backend):
+    """The paragraph answers as a whole: the lead alone says only what there is not; the sentences
+    after it, in the document's order, say where to park. Its next paragraph is another subject."""
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "is there a car park at orchard or where do people park", "OTHER", PARKING)).claims]
+    assert shown[:3] == ["The Orchard site does not have its own car park.",
+                         "Pay-and-display parking is on Kell Road, up to two hours.",
+                         "The Mill Lane car park is a minute's walk away, and reception stamps your ticket for "
+                         "three free hours."], shown
+    assert not any("toilets" in text for text in shown), shown
+
+
+def test_a_sentence_far_from_the_question_ends_the_run_of_its_paragraph(backend):
+    """The sentence after the lead reads as another subject (nothing of the question in it): the run
+    stops there, and the sentence after it is not reached by skipping."""
+    passages = (passage("S1", "Interpreters", "Interpreters can be arranged at no cost if you tell us when you "
+                        "book. Our reception desk closes at noon on Fridays. Sign language interpreters need a "
+                        "week's notice."),)
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "can you get an interpreter for my dad", "OTHER", passages)).claims]
+    assert shown and "Interpreters can be arranged" in shown[0], shown
+    assert not any("reception desk" in text for text in shown), shown

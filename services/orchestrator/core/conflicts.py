@@ -239,6 +239,21 @@ def _same_specificity(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> b
     return bool(set(a) & set(b))
 
 
+# A clinic's sentence that says its rule is the group's ("The fee amounts themselves are the same as at our
+# other clinic", "Reglene for fastende prøver er de samme som ellers") states no rule of its own there.
+_SAME_AS_ELSEWHERE = re.compile(
+    r"\b(the )?same as (at |in |for )?(our|the|all) other (clinics?|offices?|sites?|locations?|practices?|surgery|surgeries)\b|"
+    r"\b(the )?same as (elsewhere|everywhere( else)?|at every (clinic|office|site))\b|"
+    r"\bas (at|in) (our|all|the) other (clinics?|offices?|sites?|locations?|practices?)\b|"
+    r"\b(de|det|den) samme som (ellers|overalt|på (de|våre) andre|ved (de|våre) andre)\b|"
+    r"\bsom (ellers|overalt|på (de|våre) andre (legekontorene|kontorene|stedene|klinikkene)|ved (de|våre) andre)\b")
+
+
+def says_the_same_as_elsewhere(text: str) -> bool:
+    """Whether a sentence says the rule it states is the one at the other clinics (no rule of its own)."""
+    return bool(_SAME_AS_ELSEWHERE.search(_prepare(text)))
+
+
 def asked_kinds(question: str) -> frozenset[str]:
     """The rule quantities the question asks for (condition 5: QUESTION_ASKS)."""
     lowered = " ".join(question.lower().split())

@@ -577,7 +577,8 @@ class PolicyPart:
         # the fee of an insurance form) answers another question.
         subject = _content_stems(" ".join(answer))
         claim = next((c for c in best.generated.claims if self._about_what_was_asked(ctx, best, c)
-                      and _content_stems(c.text) & subject), None)
+                      and _content_stems(c.text) & subject and not conflicts.says_the_same_as_elsewhere(c.text)),
+                     None)
         if claim is None:
             return ""
         versions = {by_label[label].identity.version_id for label in claim.evidence_labels if label in by_label}
