@@ -42,6 +42,12 @@ SEMANTIC_FOLLOW = 0.35
 # With a similarity, even a lead that covers the question's key terms needs this much meaning: a
 # clinic's generic name word ("practice") is no answer about its parking.
 SEMANTIC_FLOOR = 0.15
+# A unit says the asked-for thing in other words at this similarity of the thing's own words to it
+# (_says_in_other_words). On the written pairs of tests/generation/test_asked_thing.py
+# (test_a_thing_said_in_other_words_reads_near_it), things said in other words read 0.51-0.58
+# ("translators" / "Interpreters can be arranged ..."), things not said 0.02-0.14 ("video appointments" /
+# "The nurse line gives advice only"): a value between the two groups, nearer the lower.
+THING_SAID = 0.3
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A further claim is shown only when it is about as relevant as the lead (relevance within this).
 FOLLOW_MARGIN = 0.2
@@ -359,10 +365,9 @@ class ExtractiveBackend:
         meaning = self._by_meaning(request)
         candidates = self.candidates(request)
         # Nor does evidence that never mentions the thing asked for (signal 3), unless a unit says it
-        # in other words: as close in meaning as a lead by meaning alone ("translators" answered by
-        # "Interpreters").
-        if relevance.missing_asked_thing(request.question, read, request.place_names) and \
-                not any(c.sem >= SEMANTIC_LEAD for _, c in candidates):
+        # in other words ("translators" answered by "Interpreters").
+        missing = relevance.missing_asked_thing(request.question, read, request.place_names)
+        if missing and not self._says_in_other_words(missing, candidates, meaning):
             return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
@@ -436,6 +441,15 @@ class ExtractiveBackend:
             if len(claims) >= self.max_claims:
                 break
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
+
+    def _says_in_other_words(self, thing: str, candidates: list[tuple[str, _Candidate]], meaning: bool) -> bool:
+        """Whether some unit says the thing asked for in other words: the thing itself (not the whole
+        question) reads near the unit. The question's topic is not the thing: "does the nurse line do
+        video calls?" is close to "The nurse line gives advice only" (0.55), "video calls" is not (0.06)."""
+        if not meaning or not candidates:
+            return False
+        readable = [c.reading for _, c in candidates if c.readable]
+        return bool(readable) and max(self.similarity.similarities(thing, readable)) >= THING_SAID
 
     def _rest_of_its_paragraph(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]],
                                lead: _Candidate, meaning, excluded_ids: set[str], excluded_labels: set[str]) -> list[Claim]:

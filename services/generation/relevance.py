@@ -361,6 +361,9 @@ _ASKED_THING = re.compile(
     r"carry out|accept|take)\s+(?P<offer>[^,.;:!?]+)"
     r"|\b(?:is|are)\s+there\s+(?P<there>[^,.;:!?]+)"
     r"|\b(?:can|could|may)\s+(?:i|we)\s+bring\s+(?P<bring>[^,.;:!?]+)"
+    r"|\b(?:can|could|may)\s+(?:i|we)\s+(?:borrow|rent|hire)\s+(?P<borrow>[^,.;:!?]+)"
+    r"|\b(?:does|do)\s+(?:the|your|ur|their|this|that)\s+(?:[\w'-]+\s+){1,4}?(?:have|do|take|offer|cover|include|"
+    r"accept|provide)\s+(?P<of_it>[^,.;:!?]+)"
     r"|\b(?:har|tilbyr|gir|tar)\s+dere\s+(?P<har>[^,.;:!?]+)"
     r"|\bfinnes det\s+(?P<finnes>[^,.;:!?]+)"
     r"|\bkan (?:jeg|vi|eg) ta med\s+(?P<ta_med>[^,.;:!?]+)", re.IGNORECASE)
@@ -371,14 +374,18 @@ _THING_END = re.compile(
     r"jeg|eg|vi|hun|han|de|dere)\s", re.IGNORECASE)
 # Words of the thing that do not say what it is: determiners, pronouns, "appt", a possibility ("is
 # there any chance / way"), when ("åpent fredag ettermiddag", "open on Sunday"), or only the kind of
-# question (KIND_WORDS: "is there a fee").
+# question (KIND_WORDS: "is there a fee"), a rule the passages state in their own words ("is there a
+# penalty / a time limit": "a $25 fee", "up to two hours"), where ("somewhere close"), or a GP (any
+# doctor: "is there a GP who takes new patients").
 _THING_FILLER = _stems("""any some a an the my our your his her their this that these those way ways someone
     anyone somebody anybody something anything somewhere anywhere one ones it them appt appts apt chance
     possibility option options point reason need noen noe en et ei min mitt mine sjanse mulighet open opening
     opened åpen åpent
     monday tuesday wednesday thursday friday saturday sunday weekend weekends morning mornings afternoon
     evening evenings night nights mandag tirsdag onsdag torsdag fredag lørdag søndag helg helga helgen morgen
-    formiddag ettermiddag kveld kvelden natt""") | KIND_WORDS
+    formiddag ettermiddag kveld kvelden natt
+    penalty penalties fine fines limit limits restriction restrictions rule rules requirement requirements minimum
+    maximum close near nearby set gp gps""") | KIND_WORDS
 # A word of the thing this informative (IDF, citetrace.idf) must occur in the offered passages; a
 # thing without one needs its most informative word.
 THING_IDF_FLOOR = 5.0

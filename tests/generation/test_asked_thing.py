@@ -36,6 +36,10 @@ READ = [f"{p.title} {p.heading_context} {p.text}" for p in PASSAGES]
     ("Do you give a senior discount on check-ups?", "a senior discount"),
     ("Har dere ladestasjon for elbil?", "ladestasjon"),
     ("Kan jeg ta med hunden min?", "hunden min"),
+    # a thing to borrow, and what some named thing of the clinic has, does or covers
+    ("can i borrow a wheelchair at reception when i get there", "a wheelchair"),
+    ("does your wide bore scanner have a weight limit? i'm a big guy", "a weight limit"),
+    ("does the discount cover acupuncture for back pain?", "acupuncture"),
 ])
 def test_a_thing_the_passages_never_mention_is_missing(question, thing):
     assert relevance.missing_asked_thing(question, READ) == thing
@@ -92,3 +96,34 @@ def test_a_price_table_does_not_answer_for_a_service_it_does_not_list(meaning):
     generated = meaning.generate(GenerationRequest("Do you offer teeth whitening, and how much does it cost?",
                                                    "OTHER", PASSAGES))
     assert generated.claims == []
+
+
+SAID = [("translators", "Language help: Interpreters can be arranged at no cost if you tell us when you book."),
+        ("an EV charger", "Parking: There is a free electric vehicle charging point in the lot for patients."),
+        ("a baby changing room", "Facilities: Our toilets are on the ground floor and have a baby changing table."),
+        ("a hearing loop", "Accessibility: Reception has an induction loop for hearing aid users."),
+        ("sign language", "Language help: We can book a BSL interpreter for deaf patients.")]
+NOT_SAID = [("video appointments", "Nurse advice line: The nurse line gives advice only; it cannot prescribe."),
+            ("a weight limit", "MRI: Our scanner is a wide-bore model, which most people find easier."),
+            ("a wheelchair", "Parking: Pick up a parking permit from reception."),
+            ("eye tests", "Fees: Ask about our sliding-fee discount program if your insurance leaves you with high costs."),
+            ("an app", "Paying: You can also pay online in the patient portal.")]
+
+
+def test_a_thing_said_in_other_words_reads_near_it(meaning):
+    """The operating point of extractive.THING_SAID: the thing's own words against the unit."""
+    from services.generation.extractive import THING_SAID
+    said = [meaning.similarity.similarities(thing, [unit])[0] for thing, unit in SAID]
+    not_said = [meaning.similarity.similarities(thing, [unit])[0] for thing, unit in NOT_SAID]
+    assert min(said) >= THING_SAID > max(not_said), (said, not_said)
+
+
+def test_the_question_s_topic_is_not_the_thing_asked_for(meaning):
+    """"does the nurse line do video calls?": the nurse line's sentence is near the question (its
+    topic), not near "video calls"; before, any unit that near the question let the answer stand."""
+    passages = (passage("S1", "Nurse advice line", "The nurse line gives advice only; it cannot prescribe or book "
+                        "appointments."),
+                passage("S2", "Nurse advice line", "Call the nurse line any time, day or night, to talk it through."))
+    generated = meaning.generate(GenerationRequest("does the after hours nurse line do video calls? its easier to "
+                                                   "show them", "OTHER", passages))
+    assert generated.claims == [], [c.text for c in generated.claims]
