@@ -367,7 +367,7 @@ class ExtractiveBackend:
         # Nor does evidence that never mentions the thing asked for (signal 3), unless a unit says it
         # in other words ("translators" answered by "Interpreters").
         missing = relevance.missing_asked_thing(request.question, read, request.place_names)
-        if missing and not self._says_in_other_words(missing, candidates, meaning):
+        if missing and not self._says_in_other_words(relevance.unsaid_words(missing, read), candidates, meaning):
             return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
@@ -443,8 +443,8 @@ class ExtractiveBackend:
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
 
     def _says_in_other_words(self, thing: str, candidates: list[tuple[str, _Candidate]], meaning: bool) -> bool:
-        """Whether some unit says the thing asked for in other words: the thing itself (not the whole
-        question) reads near the unit. The question's topic is not the thing: "does the nurse line do
+        """Whether some unit says the thing asked for in other words: the thing's unsaid words
+        (relevance.unsaid_words; not the whole question) read near the unit. The question's topic is not the thing: "does the nurse line do
         video calls?" is close to "The nurse line gives advice only" (0.55), "video calls" is not (0.06)."""
         if not meaning or not candidates:
             return False

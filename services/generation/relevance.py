@@ -358,6 +358,7 @@ _YOU = (r"(?:you|ye|u|ya|yous|youse|y'all|you guys|your (?:clinic|practice|surge
         r"nurses?)|the (?:clinic|practice|surgery|office))")
 _ASKED_THING = re.compile(
     rf"\b(?:do|does|can|could|will|would)\s+{_YOU}\s+(?:offer|have|do|provide|give|sell|stock|run|fit|perform|"
+    r"rent(?: out)?|hire(?: out)?|lend|loan|"
     r"carry out|accept|take)\s+(?P<offer>[^,.;:!?]+)"
     r"|\b(?:is|are)\s+there\s+(?P<there>[^,.;:!?]+)"
     r"|\b(?:can|could|may)\s+(?:i|we)\s+bring\s+(?P<bring>[^,.;:!?]+)"
@@ -438,6 +439,14 @@ def missing_asked_thing(question: str, passage_texts: list[str], place_names: tu
         if not all(_mentioned(t, vocabulary) for t in informative):
             return thing
     return ""
+
+
+def unsaid_words(thing: str, passage_texts: list[str]) -> str:
+    """The words of an asked-for thing that no offered passage mentions ("travel" of "travel vaccines"
+    beside "flu vaccines"): what a unit must say in other words for the thing to be said."""
+    vocabulary = frozenset().union(*(terms(text) for text in passage_texts))
+    words = [w for w in re.findall(r"[\w'’-]+", thing) if (t := terms(w)) and not all(_mentioned(x, vocabulary) for x in t)]
+    return " ".join(words) or thing
 
 
 # Sentence openings that the place pattern may pick up ("Is Northgate Family Clinic ...").

@@ -127,3 +127,13 @@ def test_the_question_s_topic_is_not_the_thing_asked_for(meaning):
     generated = meaning.generate(GenerationRequest("does the after hours nurse line do video calls? its easier to "
                                                    "show them", "OTHER", passages))
     assert generated.claims == [], [c.text for c in generated.claims]
+
+
+def test_the_part_of_the_thing_no_passage_mentions_must_be_said(meaning):
+    """"travel vaccines" beside "flu vaccines": the thing as a whole reads near the flu sentence (its
+    shared word), its unsaid word "travel" does not (relevance.unsaid_words)."""
+    assert relevance.unsaid_words("travel vaccines", READ) == "travel"
+    generated = meaning.generate(GenerationRequest("do ye do travel vaccines with the nurse? going abroad in march",
+                                                   "OTHER", PASSAGES))
+    assert generated.claims == [], [c.text for c in generated.claims]
+    assert relevance.asked_things("do you rent out wheelchairs at the front desk?") == [("wheelchairs", ("wheelchair",))]
