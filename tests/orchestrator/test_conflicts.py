@@ -344,3 +344,9 @@ def test_naming_everything_a_clinic_offers_narrows_nothing_there_but_an_appointm
     unknown = Candidate("S2", "pid-S2", "asp-foothills", "ver-f", "scheduling_policy", scan.text, "Cancelling",
                         ("asp-foothills",))
     assert detect([group, unknown], "cancellation_rescheduling", VOCAB, question=question, overrides=True) is None
+
+
+@pytest.mark.parametrize("text", ["Please give us two full business days notice to cancel.",
+                                  "Cancelling needs 2 clear working days' notice."])
+def test_a_day_qualified_twice_is_a_notice_period(text):
+    assert rule_quantities(text, "cancellation_rescheduling")["notice period"] == frozenset({"2880min"})

@@ -34,9 +34,10 @@ AUTHORITIES = {
     "cancellation_rescheduling": frozenset({"cancellation_policy", "scheduling_policy"}),
 }
 # The unit may carry a possessive ("48 hours' notice", "a day's notice"); bokmål units too ("48 timer").
-# A day may be qualified ("3 business days' notice", "2 working days", "to virkedager"): a working day is
-# read as a day (the values compared are what the documents say, not a calendar).
-_DURATION = (r"(\d+(?:\.\d+)?)[ -]?(?:(?:business|working|clear|full|calendar|virke|arbeids)[ -]?)?"
+# A day may be qualified, once or twice ("3 business days' notice", "two full business days", "to
+# virkedager"): a working day is read as a day (the values compared are what the documents say, not a
+# calendar).
+_DURATION = (r"(\d+(?:\.\d+)?)[ -]?(?:(?:business|working|clear|full|calendar|virke|arbeids)[ -]?){0,2}"
              r"(minutes?|mins?|hours?|hrs?|days?|minutter|minutt|timer|time|dager|dag|døgn)['’]?")
 RULES = {
     "arrival_preparation": (
