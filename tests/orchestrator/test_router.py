@@ -197,3 +197,49 @@ def test_a_question_with_no_intent_searches_the_union_of_policy_intents():
     nb = route("Barnet mitt er sykt. Må jeg betale gebyr hvis jeg avbestiller i dag?", when, None)
     assert [p.intent for p in nb.parts] == ["cancellation_rescheduling"]
     assert nb.parts[0].clauses[0] == "Barnet mitt er sykt."  # the clause without an intent is context
+
+
+# A tenant that lists its specialties under its own IDs (the Aspen Ridge and Saltmarsh probes).
+OWN_NAMES = [
+    LocationInfo("own-north", "North Clinic", "", NY, ("physical_therapy", "orthopedics", "general_practice")),
+    LocationInfo("own-south", "South Clinic", "", NY, ("physical_therapy", "sports_medicine")),
+]
+
+
+@pytest.mark.parametrize("question,specialty", [
+    ("Can I book physical therapy at North Clinic next week?", "physical_therapy"),  # the lexicon's physiotherapy
+    ("any physio slots at the south clinic on friday?", "physical_therapy"),
+    ("Can I see a GP at North Clinic tomorrow?", "general_practice"),  # the lexicon's family_medicine
+    ("can i book orthopedics at north clinic on friday?", "orthopedics"),  # the tenant's own name
+    ("I need to book a sports medicine appointment next week", "sports_medicine"),
+])
+def test_a_specialty_is_read_in_the_tenants_own_ids(question, specialty):
+    """Before, the lexicon's fixed ID went to the scheduler: "Physiotherapy is not offered here.
+    Which specialty would you like to book (..., physical therapy, ...)?"."""
+    result = route(question, AS_OF, OWN_NAMES)
+    assert result.specialty == specialty
+    assert entity(result, "specialty") == specialty
+    slot = next(p for p in result.parts if p.kind == PartKind.LIVE_SLOT)
+    assert slot.clarification is None or slot.clarification.kind != "specialty_not_offered"
+
+
+def test_the_lexicons_id_stays_when_the_tenant_lists_it_and_two_own_names_decide_nothing():
+    assert route("Can I book cardiology at Northside tomorrow?", AS_OF, ACME).specialty == "cardiology"
+    result = route("orthopedics or sports medicine, whichever is first next week", AS_OF, OWN_NAMES)
+    assert result.specialty == ""
+
+
+def test_the_qualifiers_asked_are_in_the_tenants_and_the_lexicons_ids():
+    """Passages are read with the lexicon's vocabulary ("GP" is family_medicine there): a question
+    for the tenant's general_practice still asked for family_medicine (the Saltmarsh probe, q25)."""
+    from services.orchestrator.core.policy_part import _asked_qualifiers
+    result = route("Can I see a GP at North Clinic tomorrow?", AS_OF, OWN_NAMES)
+    assert result.lexicon_specialty == "family_medicine"
+    assert _asked_qualifiers(result) >= {"general_practice", "family_medicine"}
+
+
+def test_a_reply_naming_the_tenants_own_specialty_is_bound():
+    router = LexiconRouter()
+    assert router.bind_reply("specialty", "orthopedics please", OWN_NAMES) == "orthopedics"
+    assert router.bind_reply("specialty", "physio", OWN_NAMES) == "physio"  # the lexicon's word, read on re-routing
+    assert router.bind_reply("specialty", "whatever is first", OWN_NAMES) == ""

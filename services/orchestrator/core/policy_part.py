@@ -119,6 +119,11 @@ class GeneratorQuestion(NamedTuple):
     place_names: tuple[str, ...] = ()
 
 
+def _asked_qualifiers(route: Route) -> frozenset[str]:
+    """The specialty and appointment type the question asked for, in the tenant's and the lexicon's IDs."""
+    return frozenset(v for v in (route.specialty, route.lexicon_specialty, route.appointment_type) if v)
+
+
 def question_for_generation(plan: PartPlan, route: Route, offered: tuple[LabelledPassage, ...]) -> GeneratorQuestion:
     """The part's clauses as the generator reads them: without the name of the clinic the route
     resolved when no offered passage names that clinic. Retrieval kept only that clinic's passages
@@ -589,7 +594,7 @@ class PolicyPart:
         """The specialties and appointment types the text (under its passage's title and headings)
         names that the question did not ask for."""
         vocabulary = self._qualifier_vocabulary
-        asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
+        asked = _asked_qualifiers(ctx.route)
         named = conflicts.qualifiers(f"{passage.title} > {passage.heading_context} {text}", vocabulary,
                                      self.lexicon.type_implies_specialty)
         return named - asked
@@ -626,7 +631,7 @@ class PolicyPart:
         record, only the versions that may be cited; None: not known yet)."""
         lexicon = self.lexicon
         vocabulary = self._qualifier_vocabulary
-        asked = frozenset(v for v in (ctx.route.specialty, ctx.route.appointment_type) if v)
+        asked = _asked_qualifiers(ctx.route)
         top = hits[: top_n or self.settings.conflict_top_n]
         known = {c.location_id: c for c in ctx.route.clinic_choices}
         candidates = [conflicts.Candidate(

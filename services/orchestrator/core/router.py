@@ -124,6 +124,18 @@ def lexicon_hits(clause: str, lexicon: Lexicon) -> list[tuple[Intent, str]]:
             for entry, pattern in entries if pattern.search(text)]
 
 
+def _stems(text: str) -> str:
+    """The text's words as stems, space-separated ("Orthopedic surgery" and "orthopedics" share one)."""
+    return " ".join(textnorm.stem(w) for w in re.findall(r"[\w']+", fold(text)))
+
+
+def _specialties_named(text: str, offered: list[str]) -> list[str]:
+    """The tenant's specialty IDs whose words the text uses ("sports_medicine" in "a sports medicine
+    appointment"), compared as stems."""
+    words = f" {_stems(text)} "
+    return [s for s in offered if f" {_stems(s.replace('_', ' '))} " in words]
+
+
 def _lexicon_match(text: str, table: dict[str, tuple[str, ...]]) -> tuple[str, str] | None:
     """(key, phrase) of the longest phrase found (ties: first key in the table)."""
     best: tuple[int, str, str] | None = None
@@ -163,6 +175,7 @@ class LexiconRouter:
             return result
         in_scope_text = fold(" ".join(decision.in_scope_clauses))
         self._entities(in_scope_text, result)
+        self._tenant_specialty(in_scope_text, permitted, result)
         slot_entities = bool(result.specialty or result.appointment_type or result.provider
                              or dates.resolve(in_scope_text, question.as_of, ZoneInfo("UTC")))
         found = self._intents(decision, explanations, slot_entities)
@@ -272,7 +285,11 @@ class LexiconRouter:
             return found.location_id if found.status == "resolved" and found.level != "only" else ""
         if missing == "specialty":
             match = _lexicon_match(fold(reply), self.lexicon.specialties)
-            return match[1] if match else ""
+            if match:
+                return match[1]
+            # The tenant's own name for a specialty ("orthopedics"); the re-routed question reads it.
+            named = _specialties_named(reply, sorted({s for loc in candidates for s in loc.specialties}))
+            return named[0].replace("_", " ") if len(named) == 1 else ""
         if missing == "appointment":  # "the MRI one", "the cardiology one", "the one at Northgate"
             for table in (self.lexicon.appointment_types, self.lexicon.specialties):
                 match = _lexicon_match(fold(reply), table)
@@ -313,6 +330,32 @@ class LexiconRouter:
         if m := re.search(r"\bdr\.? ([a-zæøå][\w'-]+)", in_scope_text):
             result.provider = m[1]
             result.entities.append(Entity("provider", m[0], m[1], 0.8, "title followed by a name"))
+
+    def _tenant_specialty(self, in_scope_text: str, permitted: list[clinics.LocationInfo] | None,
+                          result: Route) -> None:
+        """The specialty in the tenant's own terms. The lexicon names a specialty by a fixed ID
+        ("physiotherapy"); a tenant may list it under another ("physical_therapy", "general_practice"),
+        and then its patients were told "Physiotherapy is not offered here" beside an offer of
+        "physical therapy". A lexicon specialty no clinic lists becomes the tenant's specialty whose
+        name is one of its synonyms; with none named, a tenant specialty whose name the question uses
+        ("orthopedics", "sports medicine") is the one asked for."""
+        offered = sorted({s for loc in permitted or [] for s in loc.specialties})
+        if not offered or result.specialty in offered:
+            return
+        if result.specialty:
+            synonyms = {_stems(word) for word in self.lexicon.specialties.get(result.specialty, ())}
+            tenant = next((s for s in offered if _stems(s.replace("_", " ")) in synonyms), None)
+            if tenant is not None:
+                result.explanations.append(f"specialty {result.specialty}: the tenant's name for it is {tenant}")
+                result.lexicon_specialty, result.specialty = result.specialty, tenant
+                result.entities = [dataclasses.replace(e, value=tenant) if e.kind == "specialty" else e
+                                   for e in result.entities]
+            return
+        named = _specialties_named(in_scope_text, offered)
+        if len(named) == 1:
+            result.specialty = named[0]
+            result.entities.append(Entity("specialty", named[0].replace("_", " "), named[0], 1.0,
+                                          "the tenant's own specialty name"))
 
     def _locate(self, in_scope_text: str, permitted: list[clinics.LocationInfo] | None, hint: str,
                 result: Route) -> tuple[clinics.LocationInfo, ...]:

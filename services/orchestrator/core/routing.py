@@ -76,6 +76,9 @@ class Route:
     location: LocationInfo | None = None
     zone: ZoneInfo = ZoneInfo("UTC")
     specialty: str = ""
+    # The lexicon's ID for the specialty when the tenant lists it under another (router._tenant_specialty):
+    # the qualifier vocabulary that reads passages speaks the lexicon's IDs.
+    lexicon_specialty: str = ""
     appointment_type: str = ""
     provider: str = ""
     # False: the scheduler could not be asked, so no location was resolved or asked for.
