@@ -243,3 +243,25 @@ def test_a_reply_naming_the_tenants_own_specialty_is_bound():
     assert router.bind_reply("specialty", "orthopedics please", OWN_NAMES) == "orthopedics"
     assert router.bind_reply("specialty", "physio", OWN_NAMES) == "physio"  # the lexicon's word, read on re-routing
     assert router.bind_reply("specialty", "whatever is first", OWN_NAMES) == ""
+
+
+OWN_TYPES = [
+    LocationInfo("own-north", "North Clinic", "", NY, ("orthopedics", "physical_therapy", "imaging"),
+                 ("ortho_new_patient", "ortho_follow_up", "pt_new_patient", "mri_scan")),
+]
+
+
+@pytest.mark.parametrize("question,appointment_type", [
+    ("can i book an MRI at north clinic next week?", "mri_scan"),
+    ("can i book a new patient orthopedics visit at north clinic next week?", "ortho_new_patient"),
+    ("can i book a new patient physical therapy visit next week?", "pt_new_patient"),
+])
+def test_an_appointment_type_is_read_in_the_tenants_own_ids(question, appointment_type):
+    """Asked for the lexicon's "mri" or "new_patient", the scheduler had no appointments of that type."""
+    result = route(question, AS_OF, OWN_TYPES)
+    assert result.appointment_type == appointment_type
+
+
+def test_a_type_several_tenant_types_match_and_the_specialty_does_not_tell_apart_is_left():
+    result = route("can i book a new patient visit next week?", AS_OF, OWN_TYPES)
+    assert result.appointment_type == "new_patient"

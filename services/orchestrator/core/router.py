@@ -129,6 +129,15 @@ def _stems(text: str) -> str:
     return " ".join(textnorm.stem(w) for w in re.findall(r"[\w']+", fold(text)))
 
 
+def _shares_a_stem_start(a: str, b: str) -> bool:
+    """Whether an appointment type's ID speaks of a specialty's: words that begin alike for 4 letters
+    or more ("ortho_new_patient", "orthopedics"), or a word that is the specialty's initials
+    ("pt_evaluation", "physical_therapy")."""
+    initials = "".join(word[:1] for word in b.split("_")) if "_" in b else ""
+    return any(x == initials for x in a.split("_")) or \
+        any(x[:4] == y[:4] for x in a.split("_") for y in b.split("_") if len(x) >= 4 and len(y) >= 4)
+
+
 def _specialties_named(text: str, offered: list[str]) -> list[str]:
     """The tenant's specialty IDs whose words the text uses ("sports_medicine" in "a sports medicine
     appointment"), compared as stems."""
@@ -176,6 +185,7 @@ class LexiconRouter:
         in_scope_text = fold(" ".join(decision.in_scope_clauses))
         self._entities(in_scope_text, result)
         self._tenant_specialty(in_scope_text, permitted, result)
+        self._tenant_appointment_type(permitted, result)
         slot_entities = bool(result.specialty or result.appointment_type or result.provider
                              or dates.resolve(in_scope_text, question.as_of, ZoneInfo("UTC")))
         found = self._intents(decision, explanations, slot_entities)
@@ -356,6 +366,28 @@ class LexiconRouter:
             result.specialty = named[0]
             result.entities.append(Entity("specialty", named[0].replace("_", " "), named[0], 1.0,
                                           "the tenant's own specialty name"))
+
+    def _tenant_appointment_type(self, permitted: list[clinics.LocationInfo] | None, result: Route) -> None:
+        """The appointment type in the tenant's own IDs, as _tenant_specialty: the lexicon's "mri" or
+        "new_patient" is the tenant's type whose ID has those words ("mri_scan", "ortho_new_patient");
+        several such types (a new-patient visit per specialty) are told apart by the specialty asked
+        for (_shares_a_stem_start: "ortho" and "orthopedics", "pt" and "physical_therapy"). Asked for
+        the lexicon's ID, the scheduler had "no appointments of that type" at a tenant that has them."""
+        offered = sorted({t for loc in permitted or [] for t in loc.appointment_types})
+        lexicon_type = result.appointment_type
+        if not lexicon_type or not offered or lexicon_type in offered:
+            return
+        forms = {_stems(word) for word in (lexicon_type.replace("_", " "), *self.lexicon.appointment_types.get(
+            lexicon_type, ()))}
+        matching = [t for t in offered if any(f" {form} " in f" {_stems(t.replace('_', ' '))} " for form in forms)]
+        if len(matching) > 1 and result.specialty:
+            matching = [t for t in matching if _shares_a_stem_start(t, result.specialty)]
+        if len(matching) != 1:
+            return
+        result.explanations.append(f"appointment type {lexicon_type}: the tenant's name for it is {matching[0]}")
+        result.appointment_type = matching[0]
+        result.entities = [dataclasses.replace(e, value=matching[0]) if e.kind == "appointment_type" else e
+                           for e in result.entities]
 
     def _locate(self, in_scope_text: str, permitted: list[clinics.LocationInfo] | None, hint: str,
                 result: Route) -> tuple[clinics.LocationInfo, ...]:
