@@ -231,3 +231,47 @@ def test_a_clinic_sentence_that_says_its_rule_is_the_groups_is_no_override(lyngs
                         tenant=LYNGSTAD).parts[0]
     assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
     assert any("kl. 22" in claim.text for claim in part.claims), [claim.text for claim in part.claims]
+
+
+HARROWGATE = "harrowgate"
+
+
+@pytest.fixture(scope="module")
+def harrowgate(stack):
+    return loaded(stack, HERE / HARROWGATE, HERE / "harrowgate-slots.yaml")
+
+
+def test_a_clinic_rule_worded_unlike_the_question_still_asks_which_clinic(harrowgate):
+    """Harrowgate q16: the group's "Parking is free for patients." and the hospital clinic's "Patient
+    parking ... costs $3 per hour". Asked "is parking free or do i need to bring coins for a meter?",
+    the clinic's sentence answered too little of the question's words to lead, so the group's rule was
+    shown for every clinic. The clinic's passages are now also asked the answer shown."""
+    part = harrowgate.ask("is parking free or do i need to bring coins for a meter? coming from out of town",
+                          tenant=HARROWGATE).parts[0]
+    assert part.outcome == c.PART_OUTCOME_NEEDS_CLARIFICATION, part.answer_text
+    assert "St. Columba" in part.clarification_question
+
+
+ASPENRIDGE = "aspenridge"
+
+
+@pytest.fixture(scope="module")
+def aspenridge(stack):
+    return loaded(stack, HERE / ASPENRIDGE, HERE / "aspenridge-slots.yaml")
+
+
+def test_a_clinic_that_does_not_offer_the_service_asked_about_has_no_rule_for_it(aspenridge):
+    """Aspen Ridge q18: the imaging center (no physical therapy) has its own clothing rule for scans;
+    asked of it, "what should i wear to physical therapy?" would ask which clinic."""
+    part = aspenridge.ask("what should i wear to physical therapy for my knee?", tenant=ASPENRIDGE).parts[0]
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any("shorts" in claim.text.lower() for claim in part.claims), [claim.text for claim in part.claims]
+
+
+def test_a_booking_by_the_tenants_own_specialty_name_lists_its_slots(aspenridge):
+    """Aspen Ridge lists physical_therapy, not the lexicon's physiotherapy: the booking was told
+    "Physiotherapy is not offered here"."""
+    response = aspenridge.ask("can i book a physical therapy appointment next week at silverbow?", tenant=ASPENRIDGE)
+    slot = next(p for p in response.parts if p.kind == r.PART_KIND_LIVE_SLOT)
+    assert slot.outcome == c.PART_OUTCOME_ANSWERED, slot.answer_text
+    assert "physical therapy" in slot.answer_text.lower()

@@ -556,8 +556,15 @@ class PolicyPart:
         if not self.settings.clinic_rules_asked:
             return ""
         wanted = conflicts.asks_the_rule(" ".join(plan.clauses), plan.intent)
-        readable = [h for h in aside.hits if not wanted & set(conflicts.rule_quantities(
-            h.passage.text, plan.intent, f"{h.passage.title} > {h.passage.heading_context}"))]
+        # A clinic that does not offer the specialty asked about has no rule for it ("what should I
+        # wear to physical therapy?" and the imaging center's clothing rule for scans). A specialty
+        # no clinic lists narrows nothing.
+        choices = ctx.route.clinic_choices
+        offering = {c.location_id for c in choices if ctx.route.specialty in c.specialties} or \
+            {c.location_id for c in choices}
+        readable = [h for h in aside.hits if set(aside.scopes.get(h.passage.identity.version_id, ())) & offering
+                    and not wanted & set(conflicts.rule_quantities(
+                        h.passage.text, plan.intent, f"{h.passage.title} > {h.passage.heading_context}"))]
         # Passages about a specialty or appointment type the question did not ask go last.
         readable.sort(key=lambda h: bool(self._unasked_qualifiers(ctx, h.passage, h.passage.text)))
         if not readable:
@@ -568,6 +575,13 @@ class PolicyPart:
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
                                    place_names=asked.place_names,
                                    confident_only=plan.only_if_answered)
+        if own.unavailable is None and own.best is None and answer:
+            # The clinic's counterpart of the answer shown, asked of its own passages, as
+            # _own_rule_alone does: "Parking is free for patients." against the hospital clinic's
+            # "Patient parking ... costs $3 per hour" when the question's other words ("coins for a
+            # meter", "coming from out of town") kept that sentence from answering it directly.
+            own = self.answerer.answer(" ".join(answer), plan.intent, local, ctx.request.as_of, ctx.calls,
+                                       place_names=asked.place_names, confident_only=plan.only_if_answered)
         if own.unavailable is not None or own.best is None:
             return ""
         best = own.best
