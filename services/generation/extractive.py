@@ -12,6 +12,7 @@ the rejected passage) are left out of the next attempt.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import math
@@ -226,6 +227,7 @@ class ExtractiveBackend:
             names_place = relevance.names_a_place(f"{passage.title} {passage.heading_context} {passage.text}",
                                                   request.place_names)
             lists, previous_kind = -1, ""
+            breaks = [m.end() for m in _PARAGRAPH_BREAK.finditer(passage.text)]  # where each paragraph begins
             for position, raw_unit in enumerate(claimtext.units(passage.text)):
                 if raw_unit.kind == "list" and previous_kind != "list":
                     lists += 1
@@ -246,7 +248,7 @@ class ExtractiveBackend:
                                        reading=unit_reading(read(passage.heading_context), read(passage.title),
                                                             read(unit.text)),
                                        matched=read(unit.text), own_place=names_place,
-                                       paragraph=_PARAGRAPH_BREAK.subn("", passage.text[:raw_unit.start])[1],
+                                       paragraph=bisect.bisect_right(breaks, raw_unit.start),
                                        kind=raw_unit.kind)
                 covered = relevance.terms(candidate.matched) | labelled
                 candidate.coverage = relevance.coverage(key_terms, covered)
@@ -436,44 +438,45 @@ class ExtractiveBackend:
                 claims = self._whole_list(request, candidates, claims[0], candidate, excluded_ids, excluded_labels)
                 break
             if len(claims) == 1 and meaning:
-                claims += self._rest_of_its_paragraph(request, candidates, candidate, meaning, excluded_ids,
-                                                      excluded_labels)
+                claims += self._rest_of_its_paragraph(request, candidates, candidate, excluded_ids, excluded_labels)
             if len(claims) >= self.max_claims:
                 break
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
 
     def _says_in_other_words(self, thing: str, candidates: list[tuple[str, _Candidate]], meaning: bool) -> bool:
         """Whether some unit says the thing asked for in other words: the thing's unsaid words
-        (relevance.unsaid_words; not the whole question) read near the unit. The question's topic is not the thing: "does the nurse line do
-        video calls?" is close to "The nurse line gives advice only" (0.55), "video calls" is not (0.06)."""
+        (relevance.unsaid_words; not the whole question) read near the unit. The question's topic is
+        not the thing: "does the nurse line do video calls?" is close to "The nurse line gives advice
+        only" (0.55), "video calls" is not (0.06)."""
         if not meaning or not candidates:
             return False
         readable = [c.reading for _, c in candidates if c.readable]
         return bool(readable) and max(self.similarity.similarities(thing, readable)) >= THING_SAID
 
     def _rest_of_its_paragraph(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]],
-                               lead: _Candidate, meaning, excluded_ids: set[str], excluded_labels: set[str]) -> list[Claim]:
+                               lead: _Candidate, excluded_ids: set[str], excluded_labels: set[str]) -> list[Claim]:
         """The sentences that follow the lead in its own paragraph, in the document's order, while each
         still reads near the question: a paragraph answers as a whole ("Riverside does not have its own
         parking lot. Metered street parking is available on Mill Street ... The Second Street ramp is
         one block east"), and the lead alone said only what there is not. Up to max_claims with the
-        lead; a sentence that reads as unrelated ends the run (it starts another subject)."""
+        lead; a sentence that reads as unrelated, or a gap in the run, ends it (another subject)."""
+        if lead.kind != "sentence":
+            return []
         offered = {p.label for p in request.passages}
-        following = sorted((c.position, claim_id, c) for claim_id, c in candidates
-                           if c.rank == lead.rank and c.paragraph == lead.paragraph and c.position > lead.position
-                           and c.kind == "sentence" and lead.kind == "sentence")
+        by_position = {c.position: (claim_id, c) for claim_id, c in candidates
+                       if c.rank == lead.rank and c.paragraph == lead.paragraph and c.kind == "sentence"}
         out: list[Claim] = []
-        expected = lead.position + 1
-        for position, claim_id, unit in following:
-            if position != expected or claim_id in excluded_ids or len(out) + 1 >= self.max_claims:
-                break
+        position = lead.position + 1
+        while position in by_position and len(out) + 1 < self.max_claims:
+            claim_id, unit = by_position[position]
             labels = [label for label in unit.labels if label in offered and label not in excluded_labels]
             # Near the question in meaning and sharing a word it asks about (coverage is of the key terms).
-            if not labels or (unit.readable and unit.sem < SEMANTIC_FOLLOW) or unit.coverage <= 0.0:
+            if claim_id in excluded_ids or not labels or (unit.readable and unit.sem < SEMANTIC_FOLLOW) or \
+                    unit.coverage <= 0.0:
                 break
             out.append(Claim(claim_id, unit.text, labels, infer_claim_type(unit.text, unit.source_class,
                                                                            request.intent)))
-            expected += 1
+            position += 1
         return out
 
     def _whole_list(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]], lead: Claim,

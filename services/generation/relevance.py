@@ -445,8 +445,9 @@ def unsaid_words(thing: str, passage_texts: list[str]) -> str:
     """The words of an asked-for thing that no offered passage mentions ("travel" of "travel vaccines"
     beside "flu vaccines"): what a unit must say in other words for the thing to be said."""
     vocabulary = frozenset().union(*(terms(text) for text in passage_texts))
-    words = [w for w in re.findall(r"[\w'’-]+", thing) if (t := terms(w)) and not all(_mentioned(x, vocabulary) for x in t)]
-    return " ".join(words) or thing
+    unsaid = [word for word in re.findall(r"[\w'’-]+", thing)
+              if (stems := terms(word)) and not all(_mentioned(stem, vocabulary) for stem in stems)]
+    return " ".join(unsaid) or thing
 
 
 # Sentence openings that the place pattern may pick up ("Is Northgate Family Clinic ...").

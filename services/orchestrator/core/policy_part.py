@@ -572,16 +572,17 @@ class PolicyPart:
         local = tuple(LabelledPassage(f"S{i}", h.passage)
                       for i, h in enumerate(readable[: self.settings.clinic_rules_asked], start=1))
         asked = question_for_generation(plan, ctx.route, local)
-        own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
-                                   place_names=asked.place_names,
-                                   confident_only=plan.only_if_answered)
+
+        def ask(text: str) -> Grounded:
+            return self.answerer.answer(text, plan.intent, local, ctx.request.as_of, ctx.calls,
+                                        place_names=asked.place_names, confident_only=plan.only_if_answered)
+        own = ask(asked.text)
         if own.unavailable is None and own.best is None and answer:
             # The clinic's counterpart of the answer shown, asked of its own passages, as
             # _own_rule_alone does: "Parking is free for patients." against the hospital clinic's
             # "Patient parking ... costs $3 per hour" when the question's other words ("coins for a
             # meter", "coming from out of town") kept that sentence from answering it directly.
-            own = self.answerer.answer(" ".join(answer), plan.intent, local, ctx.request.as_of, ctx.calls,
-                                       place_names=asked.place_names, confident_only=plan.only_if_answered)
+            own = ask(" ".join(answer))
         if own.unavailable is not None or own.best is None:
             return ""
         best = own.best

@@ -126,7 +126,7 @@ def lexicon_hits(clause: str, lexicon: Lexicon) -> list[tuple[Intent, str]]:
 
 def _stems(text: str) -> str:
     """The text's words as stems, space-separated ("Orthopedic surgery" and "orthopedics" share one)."""
-    return " ".join(textnorm.stem(w) for w in re.findall(r"[\w']+", fold(text)))
+    return " ".join(textnorm.stem(word) for word in textnorm.tokens(fold(text)))
 
 
 def _shares_a_stem_start(a: str, b: str) -> bool:
