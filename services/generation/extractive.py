@@ -50,6 +50,8 @@ SEMANTIC_FLOOR = 0.15
 # "The nurse line gives advice only"): the midpoint, (0.14 + 0.51) / 2.
 THING_SAID = 0.32
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+# A heading phrased as a question ("What to bring", "Who can come with you", "Hva du bør ta med").
+_ASKING_HEADING = re.compile(r"\s*(what|which|who|when|where|how|hva|hvem|hvilke|når|hvor|hvordan)\b", re.I)
 # A further claim is shown only when it is about as relevant as the lead (relevance within this).
 FOLLOW_MARGIN = 0.2
 # What a unit of a passage that names the place the question was resolved to (GenerateRequest.
@@ -221,8 +223,15 @@ class ExtractiveBackend:
             # So does, when no unit shares a word with the question, a section heading that names
             # everything it asks about ("Do you take walk-ins?" -> section "Walk-ins"): the section's
             # sentences answer in words of their own ("We do not see patients without a booking").
-            section = claimtext.content_set(read(passage.heading_context.split(" > ")[-1]))
+            last_heading = read(passage.heading_context.split(" > ")[-1])
+            section = claimtext.content_set(last_heading)
             names_topic = bool(key_terms) and all(relevance.covers(t, section) for t in key_terms)
+            # A section heading that asks ("What to bring") most of whose words the question says ("what
+            # should I bring to my appointment?") names what a list under it answers, though the shared
+            # words only say what kind of question it is (no key term). A topic heading ("Cancelling")
+            # does not: its list is one part of the answer, an exception may follow it.
+            heading_asked = bool(section) and _ASKING_HEADING.match(last_heading) is not None and \
+                len(section & question) * 2 >= len(section)
             subject = _subject(passage)
             names_place = relevance.names_a_place(f"{passage.title} {passage.heading_context} {passage.text}",
                                                   request.place_names)
@@ -264,7 +273,8 @@ class ExtractiveBackend:
                 if raw_unit.kind == "list":
                     candidate.list_id = (rank, lists)
                     named = sum(relevance.covers(t, section) for t in key_terms)
-                    candidate.list_asked = named > 0 and named >= sum(relevance.covers(t, stems) for t in key_terms)
+                    candidate.list_asked = (named > 0 or heading_asked) and \
+                        named >= sum(relevance.covers(t, stems) for t in key_terms)
                 unit_sets.append((candidate, stems, around, (heading if asks else frozenset()), shared,
                                   (heading if names_topic else frozenset())))
         if not unit_sets:

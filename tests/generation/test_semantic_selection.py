@@ -210,6 +210,40 @@ def test_a_list_its_heading_names_is_given_whole_in_its_order(backend, backend_k
         "Any hospital letters about your visit"], shown
 
 
+ASKING = passage("S13", "What to bring", "\n".join([
+    "- A passport or another photo identification",
+    "- A list of the medicines you take, with their doses",
+    "- Your glasses or hearing aids, if you use them",
+    "- Letters from a hospital about your visit",
+]), "arrival_preparation")
+CANCELLING = passage("S14", "Cancelling", "\n".join([
+    "- Give us at least 24 hours' notice if you can't come.",
+    "- To cancel, call 604-555-0142, reply C to your reminder text, or use the patient portal.",
+    "- Cancelling with less than 24 hours' notice means a late-cancellation fee (see the fee schedule).",
+    "",
+    "Illness is the exception. If you wake up with pink eye, a fever or a stomach bug, call us before your "
+    "appointment time and we will rebook you with no late-cancellation fee.",
+]), "cancellation_policy")
+
+
+@pytest.mark.parametrize("question", ["what should i bring to my appointment?", "what do i need to bring with me?"])
+def test_a_list_under_a_heading_that_asks_what_the_question_asks_is_given_whole(backend, question):
+    """"What to bring" asks what the question asks, in words that only say what kind of question it is
+    ("bring": no key term): the list is the answer, the photo ID first, not the items nearest in meaning."""
+    shown = [c.text for c in backend.generate(
+        GenerationRequest(question, "ARRIVAL_PREPARATION", (*PASSAGES, ASKING))).claims]
+    assert shown[:1] == ["A passport or another photo identification"] and len(shown) == 4, shown
+
+
+def test_a_list_under_a_topic_heading_is_not_the_whole_answer(backend):
+    """"Cancelling" names the topic, it asks nothing: its list is not all there is to say about a
+    late cancellation when ill, so the answer is not cut off after the list."""
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "woke up with my eye all goopy and crusted shut, got an appt at 2 today. if i cancel now do i get hit with the fee?", "CANCELLATION_RESCHEDULING",
+        (*PASSAGES, CANCELLING))).claims]
+    assert any("fever" in text for text in shown), shown
+
+
 def test_a_question_about_one_item_is_not_given_the_whole_list(backend):
     """The heading names nothing asked ("Before your scan" for earrings): the item answers alone."""
     shown = [c.text for c in backend.generate(
