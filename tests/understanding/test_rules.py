@@ -71,6 +71,16 @@ RULES = load_rules()
     # the eye's red flags (a class of emergency triage): a chemical or something driven into the eye,
     # sight gone dark or lost, a curtain over it, a sudden shower of floaters, severe pain with vomiting;
     # and "20 min ago" timed in minutes, abbreviated, is present
+    # flashes and floaters in a patient's own words, a blow to the eye with blood or blurred sight,
+    # hearing gone suddenly in one ear
+    "been seeing little lightning flickers in my eye tonight and now loads of black specks like soot",
+    "there are loads of tiny black dots floating across my vision since lunch",
+    "a hockey stick caught her in the eye and now she is seeing double",
+    "he took a tennis ball to the eye and there is blood in the coloured part",
+    "woke up this morning deaf in my left ear",
+    "lost the hearing in my right ear suddenly last night",
+    "fikk en ball i øyet på trening og nå er det blod og alt er uklart",
+    "våknet i dag og er døv på det ene øret",
     "bleach went in my son's eye",
     "i splashed some cleaning spray into my eye",
     "a curtain came down over the vision in my right eye",
@@ -207,6 +217,14 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "Hva er adressen til brystsmerteklinikken?",
     # everyday eye questions: floaters for years, dilation drops, dry eyes, the drops' contents, a lost
     # sight-test letter
+    # a knock to the eye with sight fine, drops that blur as they should, hot flashes beside skin spots,
+    # deaf since birth, a deaf patient who woke early, a ringing ear for months
+    "my son got hit in the eye with a ball yesterday, bit bruised but he sees fine, can we book a check",
+    "got my dilating drops in my eye and now its blurry, is that normal?",
+    "hot flashes and spots on my face, can i book the gp",
+    "I'm deaf in one ear since birth, can you text me instead",
+    "i woke up early, im deaf so please text me",
+    "my hearing in my left ear has got worse over the years, can i book a test",
     "ive had floaters for years, is that ok",
     "can i drive after the dilation drops",
     "my eyes are dry and itchy",
