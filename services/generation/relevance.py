@@ -256,7 +256,26 @@ def _key_terms(text: str, question: str, intent: str, place_names: tuple[str, ..
     drop = GENERIC | NORWEGIAN | INTENT_WORDS.get(intent, frozenset()) | _STOP_STEMS
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
     drop |= frozenset(_STEM(w) for w in _name_words(question, place_names))
+    if intent == "ARRIVAL_PREPARATION" and _ASKS_WHEN_TO_COME.search(question):
+        drop |= frozenset(_STEM(w.lower()) for w in _visit_words(_spelled_out(question)))
     return frozenset(t for t in found if t not in drop and not any(ch.isdigit() for ch in t))
+
+
+# The visit a question about when to come is asked for, named after "for/before/to my" ("What time should
+# I be at the Tully Street clinic for my eye test?"): the occasion of the question, not its topic. A rule
+# for every visit answers it ("Please arrive 10 minutes before your appointment"); a rule for that visit
+# still ranks first by its shared words, but the visit's words no longer decide whether a unit may answer
+# at all. Only when to come: what to eat, wear or bring before a visit is the visit's own ("stop eating
+# before my CT", "what to wear for my knee").
+_ASKS_WHEN_TO_COME = re.compile(r"\b(arriv\w*|get (there|here|in)|be (there|here|at|in)|show up|turn up|come in|"
+                                r"how early|what time|check in|møte opp|komme)\b", re.IGNORECASE)
+_VISIT = re.compile(r"\b(?:for|before|b4|to|til|før)\s+(?:my|his|her|our|their|your|the|a|an|min|mitt|mine)\s+"
+                    r"((?:[\w'-]+\s+){0,2}?[\w'-]+)\s*(?=$|[?.!,;]|\s(?:on|at|in|this|next|tomorrow|today|tmrw|"
+                    r"tonight|morning|afternoon|with|please|pls)\b)", re.IGNORECASE)
+
+
+def _visit_words(question: str) -> list[str]:
+    return [w for m in _VISIT.finditer(question) for w in re.findall(r"[\w'-]+", m.group(1))]
 
 
 def covers(term: str, stems: frozenset[str]) -> bool:

@@ -112,3 +112,25 @@ def test_a_deadline_word_says_what_kind_of_question_it_is_not_its_topic():
     assert key_terms("whats the latest i can cancel without being charged anything?", "CANCELLATION_RESCHEDULING") == \
         frozenset()
     assert "latest" not in key_terms("what's the latest arrival time for my scan", "ARRIVAL_PREPARATION")
+
+
+@pytest.mark.parametrize("question", [
+    "What time should I be at the clinic for my eye test?",
+    "how early should i get there before my hearing screening",
+    "When do I need to arrive for my MRI?",
+])
+def test_the_visit_a_when_to_come_question_is_for_is_no_topic(question):
+    """The visit after "for/before my" is the occasion of the question (the independent Corrib probe,
+    q34): a rule for every visit answers it, so a sentence need not name the visit to cover it."""
+    found = key_terms(question, "ARRIVAL_PREPARATION")
+    assert coverage(found, terms("Please arrive 10 minutes before your appointment time.")) == 1.0, found
+
+
+@pytest.mark.parametrize("question,topic", [
+    ("when do i have to stop eating before my ct with dye?", "ct"),
+    ("what am i supposed to wear for my knee physio?", "knee"),
+    ("What should I bring to my hearing test?", "hear"),
+])
+def test_what_to_do_before_a_visit_keeps_the_visit_as_topic(question, topic):
+    """Eating, wearing or bringing things for a visit is the visit's own rule: its words stay key terms."""
+    assert topic in key_terms(question, "ARRIVAL_PREPARATION")
