@@ -81,6 +81,15 @@ RULES = load_rules()
     "lost the hearing in my right ear suddenly last night",
     "fikk en ball i øyet på trening og nå er det blod og alt er uklart",
     "våknet i dag og er døv på det ene øret",
+    # a clot after an operation (its past is part of the flag), a hypo that sugar has not brought back,
+    # severe pain in the testicles or "down there", affairs put in order in a booking's words
+    "had my knee replaced 10 days ago, now my calf is swollen, hot and really tender to touch",
+    "operert i kneet for en uke sia, nå er leggen hoven, varm og vond",
+    "my 9yo had a hypo at school, they gave glucogel twice but hes still out of it and not really answering",
+    "my 14 yr old woke up with awful pain down there and in his tummy",
+    "can you cancel all my appointments, i wont be needing them anymore. ive sorted it so my cat goes to my sister",
+    # a negation before a comma and a new subject does not reach the flag
+    "not going to be around for the review so dont bother booking it, ive written letters to everyone",
     "bleach went in my son's eye",
     "i splashed some cleaning spray into my eye",
     "a curtain came down over the vision in my right eye",
@@ -225,6 +234,15 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "I'm deaf in one ear since birth, can you text me instead",
     "i woke up early, im deaf so please text me",
     "my hearing in my left ear has got worse over the years, can i book a test",
+    # swelling going down after an operation, a tight calf with no operation, a hypo that passed, period
+    # pain, a soreness after a smear, a move abroad, a negated list of symptoms
+    "the swelling after my knee op is going down nicely, can i move physio",
+    "calf is a bit tight after my run, no swelling, can i book a sports massage",
+    "had a hypo last week but all good now, can i book my diabetes review",
+    "i get really bad period pain down there every month, can i book the gp",
+    "a bit sore down there after the smear, is that normal",
+    "im moving to spain so please cancel all my appointments, i wont be needing them anymore, thanks for everything you've done",
+    "no fever, cough or chest pain, can i still come in for my bloods",
     "ive had floaters for years, is that ok",
     "can i drive after the dilation drops",
     "my eyes are dry and itchy",

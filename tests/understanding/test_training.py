@@ -2,6 +2,7 @@
 intent heads, and the routed decision the intent thresholds are chosen on."""
 
 import numpy as np
+import pytest
 
 from services.orchestrator.core.router import detect_intents, lexicon_hits, load_lexicon
 from services.orchestrator.understanding import train
@@ -71,18 +72,24 @@ def test_the_logistics_budget_is_the_heads_share_beyond_what_the_rules_send():
     assert metrics["emergency_recall"] == 1.0
 
 
-def test_the_held_out_set_is_not_in_the_training_data():
+def _texts(path):
     from services.orchestrator.core.text import normalize
-    from services.orchestrator.understanding.bench import BOUNDARY_HELDOUT
 
-    def texts(path):
-        return {normalize(i.get("text") or " ".join(p["text"] for p in i["parts"])).lower()
-                for i in train.load_yaml_items(path)}
+    return {normalize(i.get("text") or " ".join(p["text"] for p in i["parts"])).lower()
+            for i in train.load_yaml_items(path)}
 
-    heldout = texts(BOUNDARY_HELDOUT)
-    assert len(heldout) >= 150
-    assert not heldout & texts(train.BOUNDARY_SET)
-    assert not heldout & texts(train.INTENT_SET)
+
+@pytest.mark.parametrize("name", ["BOUNDARY_HELDOUT", "BOUNDARY_CHECK", "BOUNDARY_CHECK_FEELINGS",
+                                  "BOUNDARY_CHECK_SPECIALTY"])
+def test_the_held_out_and_check_sets_are_not_in_the_training_data(name):
+    from services.orchestrator.understanding import bench
+
+    held = _texts(getattr(bench, name))
+    assert len(held) >= 100
+    assert not held & _texts(train.BOUNDARY_SET)
+    assert not held & _texts(train.INTENT_SET)
+    labels = {i["label"] for i in train.load_yaml_items(getattr(bench, name))}
+    assert labels <= {"emergency", "clinical", "logistics", "mixed"}, labels
 
 
 def test_topic_tags_of_boundary_authors_are_not_read_as_intent_labels():

@@ -34,6 +34,7 @@ from services.orchestrator.understanding.train import BOUNDARY_SET, DATA, INTENT
 BOUNDARY_HELDOUT = DATA / "boundary_heldout.yaml"
 BOUNDARY_CHECK = DATA / "boundary_check_2026-12-06g.yaml"
 BOUNDARY_CHECK_FEELINGS = DATA / "boundary_check_2026-12-07a.yaml"
+BOUNDARY_CHECK_SPECIALTY = DATA / "boundary_check_2026-12-07b.yaml"
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -235,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     check, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK))
     # A third author's messages in feeling words (the half never trained on; see the file's header).
     feelings, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK_FEELINGS))
+    # A fourth author's specialty red flags in patients' words (never trained on; see the file's header).
+    specialty, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK_SPECIALTY))
     result = {
         "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()},
@@ -244,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "boundary_heldout_2026_12_06": {"source": BOUNDARY_HELDOUT.name, **heldout},
         "boundary_check_2026_12_06g": {"source": BOUNDARY_CHECK.name, **check},
         "boundary_check_2026_12_07a": {"source": BOUNDARY_CHECK_FEELINGS.name, **feelings},
+        "boundary_check_2026_12_07b": {"source": BOUNDARY_CHECK_SPECIALTY.name, **specialty},
         "medquad": medquad_report(routed, args.medquad) if args.medquad.is_file() else {"missing": str(args.medquad)},
         "intents_test_half": intent_report(model_only, test_intents, routed),
         "route_cpu": cpu_report(routed.analyze, [i.get("text") or " ".join(p["text"] for p in i["parts"])
@@ -270,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"boundary check 2026-12-07a (feeling words, never trained on): emergency recall "
           f"{f['targets']['emergency_recall']['value']}, logistics to boundary {f['targets']['logistics_to_boundary']['value']} "
           f"(en {f['by_language']['en']['logistics_to_boundary']['value']}, nb {f['by_language']['nb']['logistics_to_boundary']['value']})")
+    s = result["boundary_check_2026_12_07b"]
+    print(f"boundary check 2026-12-07b (specialty red flags, never trained on): emergency recall "
+          f"{s['targets']['emergency_recall']['value']}, clinical recall {s['targets']['clinical_advice_recall']['value']}, "
+          f"logistics to boundary {s['targets']['logistics_to_boundary']['value']} "
+          f"(en {s['by_language']['en']['logistics_to_boundary']['value']}, nb {s['by_language']['nb']['logistics_to_boundary']['value']})")
     if "clinical_to_boundary" in m:
         print(f"MedQuAD sample-1000: clinical qtypes to boundary {m['clinical_to_boundary']['value']}, "
               f"all qtypes {m['all_qtypes_to_boundary']['value']}")

@@ -14,8 +14,12 @@ import yaml
 
 RULES_FILE = Path(__file__).resolve().parent / "data" / "boundary_rules.yaml"
 
-# Words after which a negation no longer reaches the red flag ("no fever, but chest pain since noon").
-_CONTRAST = re.compile(r"\b(but|however|although|though|yet|and now|men|likevel|og nå)\b")
+# Words after which a negation no longer reaches the red flag ("no fever, but chest pain since noon"), and a
+# comma or semicolon before a new subject ("so dont bother booking it, ive written letters to everyone"): a
+# list after one negation ("no fever, cough or chest pain") stays negated.
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|yet|and now|men|likevel|og nå)\b|[,;]\s*(?=(?:i|i'?ve|ive|i'?m|im|"
+                       r"i'?d|i'?ll|he|she|we|they|he'?s|hes|she'?s|shes|it'?s|its|my|his|her|our|their|jeg|han|hun|vi|"
+                       r"de|det)\b)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +52,9 @@ class BoundaryRules:
     not_symptom_after: re.Pattern[str] | None = None
     before_words: int = 5
     after_words: int = 6
+    # Emergency groups whose flags hold their own past event ("had my knee replaced 10 days ago, now my
+    # calf is swollen"): a history cue in the clause is that event, not a reason to discard.
+    history_is_part_of: frozenset[str] = frozenset()
 
     def check_emergency(self, text: str) -> EmergencyCheck:
         """`text`: a folded clause. Every match of every red flag is looked at; the first that is
@@ -55,8 +62,9 @@ class BoundaryRules:
         discarded: list[tuple[str, str]] = []
         history = any(p.search(text) for p in self.history)
         for rule_id, pattern in self.emergency:
+            in_flag = rule_id.split(".")[1] in self.history_is_part_of
             for match in pattern.finditer(text):
-                why = self._discard_reason(text, match, history)
+                why = self._discard_reason(text, match, history and not in_flag)
                 if why is None:
                     return EmergencyCheck(RedFlag(rule_id, match.group(0)), tuple(discarded))
                 if (rule_id, why) not in discarded:
@@ -122,4 +130,5 @@ def load_rules(path: Path = RULES_FILE) -> BoundaryRules:
         not_symptom_before=re.compile(raw["not_a_symptom"]["before"]),
         not_symptom_after=re.compile(raw["not_a_symptom"]["after"]),
         before_words=int(raw.get("negation_window_words", 5)), after_words=int(raw.get("resolution_window_words", 6)),
+        history_is_part_of=frozenset(raw.get("history_is_part_of", [])),
     )
