@@ -275,3 +275,29 @@ def test_a_booking_by_the_tenants_own_specialty_name_lists_its_slots(aspenridge)
     slot = next(p for p in response.parts if p.kind == r.PART_KIND_LIVE_SLOT)
     assert slot.outcome == c.PART_OUTCOME_ANSWERED, slot.answer_text
     assert "physical therapy" in slot.answer_text.lower()
+
+
+CORRIB = "corrib"
+
+
+@pytest.fixture(scope="module")
+def corrib(stack):
+    return loaded(stack, HERE / CORRIB, HERE / "corrib-slots.yaml")
+
+
+def test_one_items_condition_does_not_make_a_clinics_list_another_visits_rule(corrib):
+    """Corrib q17: no photo ID group-wide, photo ID at Fennessy Quay, in a list given as one claim
+    whose other item reads "your referral letter, if this is your first visit to a consultant". Read
+    whole, that item made the clinic's list a first visit's rule, so the group's "You don't need to
+    bring photo ID." was shown for every clinic."""
+    part = corrib.ask("do i need to bring ID with me?", tenant=CORRIB).parts[0]
+    assert part.outcome == c.PART_OUTCOME_NEEDS_CLARIFICATION, part.answer_text
+    assert "Fennessy Quay" in part.clarification_question
+
+
+def test_the_visit_a_when_to_come_question_is_for_does_not_pick_its_answer(corrib):
+    """Corrib q34: "for my eye test" made the hearing test's durations lead; the group's arrival rule
+    answers it."""
+    part = corrib.ask("What time should I be at the Tully Street clinic for my eye test?", tenant=CORRIB).parts[0]
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any("10 minutes" in claim.text for claim in part.claims), [claim.text for claim in part.claims]

@@ -208,6 +208,15 @@ def cited_context(best: Attempt, claim_id: str) -> str:
                     for c in best.by_claim[claim_id].citations if c.passage_id in passages)
 
 
+def _list_items(text: str) -> list[str]:
+    """The items of a list the generator gave as one claim (its lead-in, a colon, items joined by "; "),
+    each with the lead-in; any other text whole."""
+    lead, colon, rest = text.partition(": ")
+    if not colon or "; " not in rest:
+        return [text]
+    return [f"{lead}: {item}" for item in rest.split("; ")]
+
+
 def _content_stems(text: str) -> frozenset[str]:
     """The stems of a text's content words, digits and amounts aside (a number is a quantity, the
     quantity check's business)."""
@@ -610,8 +619,12 @@ class PolicyPart:
         names that the question did not ask for."""
         vocabulary = self._qualifier_vocabulary
         asked = _asked_qualifiers(ctx.route)
-        named = conflicts.qualifiers(f"{passage.title} > {passage.heading_context} {text}", vocabulary,
-                                     self.lexicon.type_implies_specialty)
+        # A list given as one claim ("Bring everything on our usual list, plus: photo ID ...; your
+        # referral letter, if this is your first visit to a consultant") is about a qualifier only when
+        # every item is: one item's condition does not make the photo ID a first visit's rule.
+        named = frozenset.intersection(*(
+            conflicts.qualifiers(f"{passage.title} > {passage.heading_context} {item}", vocabulary,
+                                 self.lexicon.type_implies_specialty) for item in _list_items(text)))
         return named - asked
 
     def _overridden_quantity(self, plan: PartPlan, ctx: PartContext, best: Attempt,
