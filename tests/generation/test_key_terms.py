@@ -134,3 +134,9 @@ def test_the_visit_a_when_to_come_question_is_for_is_no_topic(question):
 def test_what_to_do_before_a_visit_keeps_the_visit_as_topic(question, topic):
     """Eating, wearing or bringing things for a visit is the visit's own rule: its words stay key terms."""
     assert topic in key_terms(question, "ARRIVAL_PREPARATION")
+
+
+@pytest.mark.parametrize("question", ["how early b4 my appt should i get there", "can i move my appt to tmrw pls"])
+def test_a_generic_word_as_patients_abbreviate_it_is_no_topic(question):
+    """"appt" is "appointment" (Saltmarsh q17, Corrib q07): left a key term, no sentence covered it."""
+    assert not key_terms(question, "ARRIVAL_PREPARATION") & terms("appt tmrw pls")
