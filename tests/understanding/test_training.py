@@ -80,7 +80,7 @@ def _texts(path):
 
 
 @pytest.mark.parametrize("name", ["BOUNDARY_HELDOUT", "BOUNDARY_CHECK", "BOUNDARY_CHECK_FEELINGS",
-                                  "BOUNDARY_CHECK_SPECIALTY"])
+                                  "BOUNDARY_CHECK_SPECIALTY", "BOUNDARY_CHECK_PRICES"])
 def test_the_held_out_and_check_sets_are_not_in_the_training_data(name):
     from services.orchestrator.understanding import bench
 

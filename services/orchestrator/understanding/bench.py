@@ -35,6 +35,7 @@ BOUNDARY_HELDOUT = DATA / "boundary_heldout.yaml"
 BOUNDARY_CHECK = DATA / "boundary_check_2026-12-06g.yaml"
 BOUNDARY_CHECK_FEELINGS = DATA / "boundary_check_2026-12-07a.yaml"
 BOUNDARY_CHECK_SPECIALTY = DATA / "boundary_check_2026-12-07b.yaml"
+BOUNDARY_CHECK_PRICES = DATA / "boundary_check_2026-12-07c.yaml"
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     feelings, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK_FEELINGS))
     # A fourth author's specialty red flags in patients' words (never trained on; see the file's header).
     specialty, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK_SPECIALTY))
+    # A fifth author's money questions that name a procedure (never trained on; see the file's header).
+    prices, _ = boundary_report(routed, load_yaml_items(BOUNDARY_CHECK_PRICES))
     result = {
         "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()},
@@ -248,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "boundary_check_2026_12_06g": {"source": BOUNDARY_CHECK.name, **check},
         "boundary_check_2026_12_07a": {"source": BOUNDARY_CHECK_FEELINGS.name, **feelings},
         "boundary_check_2026_12_07b": {"source": BOUNDARY_CHECK_SPECIALTY.name, **specialty},
+        "boundary_check_2026_12_07c": {"source": BOUNDARY_CHECK_PRICES.name, **prices},
         "medquad": medquad_report(routed, args.medquad) if args.medquad.is_file() else {"missing": str(args.medquad)},
         "intents_test_half": intent_report(model_only, test_intents, routed),
         "route_cpu": cpu_report(routed.analyze, [i.get("text") or " ".join(p["text"] for p in i["parts"])
@@ -279,6 +283,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{s['targets']['emergency_recall']['value']}, clinical recall {s['targets']['clinical_advice_recall']['value']}, "
           f"logistics to boundary {s['targets']['logistics_to_boundary']['value']} "
           f"(en {s['by_language']['en']['logistics_to_boundary']['value']}, nb {s['by_language']['nb']['logistics_to_boundary']['value']})")
+    p = result["boundary_check_2026_12_07c"]
+    print(f"boundary check 2026-12-07c (prices of procedures, never trained on): emergency recall {p['targets']['emergency_recall']['value']}, clinical "
+          f"to boundary {p['targets']['clinical_advice_to_boundary']['value']}, logistics to boundary "
+          f"{p['targets']['logistics_to_boundary']['value']} (en {p['by_language']['en']['logistics_to_boundary']['value']}, "
+          f"nb {p['by_language']['nb']['logistics_to_boundary']['value']})")
     if "clinical_to_boundary" in m:
         print(f"MedQuAD sample-1000: clinical qtypes to boundary {m['clinical_to_boundary']['value']}, "
               f"all qtypes {m['all_qtypes_to_boundary']['value']}")
