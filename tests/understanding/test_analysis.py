@@ -54,6 +54,18 @@ def test_mixed_question_bounds_only_the_clinical_clause(analyzer):
     assert "availability" in analysis.clauses[0].intents
 
 
+@pytest.mark.parametrize("question", ["what does a crown cost", "How much does cataract surgery cost if I'm paying for it myself?"])
+def test_a_question_of_money_about_a_clinical_thing_is_logistics(analyzer, question):
+    """The model reads the procedure as clinical; the money rule reads the price (Corrib q18)."""
+    clause = analyzer.analyze(question).clauses[0]
+    assert clause.boundary == "logistics", (clause.boundary_source, clause.scores)
+
+
+def test_the_advice_beside_a_question_of_money_stays_clinical(analyzer):
+    analysis = analyzer.analyze("is a root canal painful, and how much does it cost?")
+    assert [c.boundary for c in analysis.clauses] == ["clinical", "logistics"], [c.text for c in analysis.clauses]
+
+
 def test_unknown_language_takes_the_conservative_fallback(analyzer):
     emergency = analyzer.analyze("Tengo un dolor fuerte en el pecho")
     assert emergency.emergency and emergency.fallback

@@ -385,3 +385,29 @@ def test_clinical_patterns(text):
 def test_logistics_is_not_clinical_by_rule(text):
     assert RULES.check_clinical(fold(text)) is None
     assert RULES.check_emergency(fold(text)).hit is None
+
+
+@pytest.mark.parametrize("text", [
+    "what does a crown cost",
+    "how much does cataract surgery cost if i'm paying for it myself?",
+    "is the sleep study covered by my insurance",
+    "is there a fee for the allergy test results call",
+    "is the hearing test free for pensioners",
+    "hva koster en rotfylling",
+    "må jeg betale egenandel for røntgen av håndleddet",
+])
+def test_a_question_of_money_about_a_clinical_thing_asks_only_money(text):
+    assert RULES.asks_only_money(fold(text))
+
+
+@pytest.mark.parametrize("text", [
+    # advice beside the money, a dose, pain-free as no price, covering a wound, a clinical rule's question
+    "is it worth paying for a crown or do i really need one",
+    "how much paracetamol can i take after my extraction",
+    "will i be pain free after the surgery",
+    "should i cover my eye after the cataract operation",
+    "does a root canal hurt, and what does it cost",
+    "er det farlig å betale for laser, bør jeg ta det",
+])
+def test_advice_beside_money_is_not_only_money(text):
+    assert not RULES.asks_only_money(fold(text))

@@ -6,9 +6,11 @@ The boundary (recall first), per clause:
   1. the model: emergency when p(emergency) >= T_e; else clinical when p(emergency) + p(clinical) >= T_b
      (T_e, T_b: the thresholds of the question's language, en or nb-NO, chosen on its tune half;
      an undetermined language takes the thresholds chosen over both);
-  2. the versioned rules (rules.py) may only add: a red flag that stands makes the clause an
-     emergency, a clinical pattern makes a logistics clause clinical; nothing a rule says ever turns
-     a model's emergency or clinical decision into logistics;
+  2. the versioned rules (rules.py) add: a red flag that stands makes the clause an emergency, a
+     clinical pattern makes a logistics clause clinical; nothing a rule says ever turns a model's
+     emergency decision into logistics. One rule reads a clause the model called clinical as
+     logistics: a question of money about a clinical thing with no advice asked ("what does a crown
+     cost", rules.asks_only_money; the issue's boundary may move clinical advice, never an emergency);
   3. any emergency clause (or a red flag across clauses) makes the whole question an emergency;
   4. a language the heads were not trained on (language.py: not en, nb or undetermined) takes the
      conservative fallback: emergency at the lower threshold T_e_fallback or on any red flag of the
@@ -156,6 +158,8 @@ class QuestionAnalyzer:
                 label, source = CLINICAL, f"fallback:{guess.code}"
             elif scores[EMERGENCY] + scores[CLINICAL] >= t_boundary:
                 label, source = CLINICAL, "model"
+                if self.rules.asks_only_money(folded):  # a price, not advice (rules.asks_only_money)
+                    label, source = LOGISTICS, "rule:money_question"
             elif (rule := self.rules.check_clinical(folded)) is not None:
                 label, source = CLINICAL, f"rule:{rule}"
             else:

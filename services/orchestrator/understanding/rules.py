@@ -55,6 +55,9 @@ class BoundaryRules:
     # Emergency groups whose flags hold their own past event ("had my knee replaced 10 days ago, now my
     # calf is swollen"): a history cue in the clause is that event, not a reason to discard.
     history_is_part_of: frozenset[str] = frozenset()
+    # A question of money (logistics) though it names clinical things, and what makes it advice after all.
+    money_asks: tuple[re.Pattern[str], ...] = ()
+    money_unless: tuple[re.Pattern[str], ...] = ()
 
     def check_emergency(self, text: str) -> EmergencyCheck:
         """`text`: a folded clause. Every match of every red flag is looked at; the first that is
@@ -89,6 +92,12 @@ class BoundaryRules:
         if history and not any(p.search(outside) for p in self.present):
             return "history"
         return None
+
+    def asks_only_money(self, text: str) -> bool:
+        """`text`: a folded clause. Whether it asks what something costs or whether it is paid for, and
+        nothing a clinician would answer (no advice cue, no clinical rule)."""
+        return any(p.search(text) for p in self.money_asks) and not any(p.search(text) for p in self.money_unless) \
+            and self.check_clinical(text) is None
 
     def check_clinical(self, text: str) -> str | None:
         for rule_id, pattern in self.clinical:
@@ -131,4 +140,6 @@ def load_rules(path: Path = RULES_FILE) -> BoundaryRules:
         not_symptom_after=re.compile(raw["not_a_symptom"]["after"]),
         before_words=int(raw.get("negation_window_words", 5)), after_words=int(raw.get("resolution_window_words", 6)),
         history_is_part_of=frozenset(raw.get("history_is_part_of", [])),
+        money_asks=patterns(raw.get("money_question", {}).get("asks", [])),
+        money_unless=patterns(raw.get("money_question", {}).get("unless", [])),
     )
