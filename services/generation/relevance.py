@@ -84,7 +84,10 @@ INTENT_WORDS: dict[str, frozenset[str]] = {
     "AVAILABILITY": _stems("""book booking available availability slot slots open"""),
 }
 #: Every intent's vocabulary: the words that say what kind of question it is.
-KIND_WORDS = frozenset().union(*INTENT_WORDS.values())
+# What kind of price is asked ("the self pay price", "out of pocket", "privately") says how it is paid, not
+# what for: "Self-pay price: $245" for a visit is no price of a cortisone shot.
+_PRICE_KIND = _stems("price prices priced pricing self private privately pocket insured uninsured rebate")
+KIND_WORDS = frozenset().union(*INTENT_WORDS.values(), _PRICE_KIND)
 # A place noun ends a place name; these words of a place name are not distinctive on their own.
 _PLACE_NOUNS = ("clinic", "center", "centre", "hospital", "street", "practice", "surgery")
 _PLACE_GENERIC = frozenset({"clinic", "center", "centre", "hospital", "street", "practice", "surgery", "family",
@@ -371,7 +374,8 @@ def missing_entities(question: str, passage_texts: list[str]) -> list[str]:
 
 
 # Signal 3: what an offer or existence question asks for ("do you offer X", "is there X", "can I bring
-# X", "har dere X", "finnes det X", "kan jeg ta med X"), up to the first clause boundary. Not "can I
+# X", "har dere X", "finnes det X", "kan jeg ta med X"), or what a price question prices, up to the
+# first clause boundary. Not "can I
 # get / have X": its object is as often what the question is not about ("can I have a coffee before
 # my bloods", "could I get a scan done on a Sunday": when, not what).
 _YOU = (r"(?:you|ye|u|ya|yous|youse|y'all|you guys|your (?:clinic|practice|surgery|office|team|staff|doctors?|"
@@ -387,7 +391,13 @@ _ASKED_THING = re.compile(
     r"accept|provide)\s+(?P<of_it>[^,.;:!?]+)"
     r"|\b(?:har|tilbyr|gir|tar)\s+dere\s+(?P<har>[^,.;:!?]+)"
     r"|\bfinnes det\s+(?P<finnes>[^,.;:!?]+)"
-    r"|\bkan (?:jeg|vi|eg) ta med\s+(?P<ta_med>[^,.;:!?]+)", re.IGNORECASE)
+    r"|\bkan (?:jeg|vi|eg) ta med\s+(?P<ta_med>[^,.;:!?]+)"
+    # and the thing a price question prices ("the self pay price for a cortisone shot", "what does a crown
+    # cost", "hva koster en rotfylling"): a price of something else is no answer
+    r"|\b(?:price|prices|cost|costs|fee|fees|charge|charges)\s+(?:for|of)\s+(?P<price_of>[^,.;:!?]+)"
+    r"|\bwhat\s+(?:does|do|would|will)\s+(?P<what_cost>[^,.;:!?]+?)\s+cost\b"
+    r"|\bhow much\s+(?:does|do|would|will)\s+(?P<how_much>[^,.;:!?]+?)\s+cost\b"
+    r"|\bhva\s+koster\s+(?P<koster>[^,.;:!?]+)", re.IGNORECASE)
 _THING_END = re.compile(
     r"\s(?:and|but|so|because|while|when|if|at|in|into|on|onto|for|with|from|to|during|before|after|by|near|"
     r"between|around|outside|inside|across|ved|mellom|utenfor|"
@@ -407,6 +417,11 @@ _THING_FILLER = _stems("""any some a an the my our your his her their this that 
     formiddag ettermiddag kveld kvelden natt
     penalty penalties fine fines limit limits restriction restrictions rule rules requirement requirements minimum
     maximum close near nearby set gp gps""") | KIND_WORDS
+# Who a price is for ("a no show fee for kids") is no thing priced; in an existence question it may be
+# ("a baby changing room").
+_FOR_WHOM = _stems("""kid kids child children adult adults senior seniors pensioner pensioners student students baby
+    babies patient patients barn voksne pensjonister studenter""")
+_PRICE_GROUPS = frozenset({"price_of", "what_cost", "how_much", "koster"})
 # A word of the thing this informative (IDF, citetrace.idf) must occur in the offered passages; a
 # thing without one needs its most informative word.
 THING_IDF_FLOOR = 5.0
@@ -420,8 +435,9 @@ def asked_things(question: str, place_names: tuple[str, ...] = ()) -> list[tuple
     for match in _ASKED_THING.finditer(question_sentences(question)):
         thing = next(g for g in match.groups() if g)
         thing = _THING_END.split(f" {thing} ", maxsplit=1)[0].strip()
+        priced = match.lastgroup in _PRICE_GROUPS
         stems = [t for t in terms(thing) if t not in GENERIC and t not in NORWEGIAN and t not in _STOP_STEMS
-                 and t not in _THING_FILLER and t not in names]
+                 and t not in _THING_FILLER and t not in names and not (priced and t in _FOR_WHOM)]
         if not stems:
             continue
         ranked = sorted(stems, key=lambda t: (-idf.idf(t), t))

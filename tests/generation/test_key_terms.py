@@ -140,3 +140,22 @@ def test_what_to_do_before_a_visit_keeps_the_visit_as_topic(question, topic):
 def test_a_generic_word_as_patients_abbreviate_it_is_no_topic(question):
     """"appt" is "appointment" (Saltmarsh q17, Corrib q07): left a key term, no sentence covered it."""
     assert not key_terms(question, "ARRIVAL_PREPARATION") & terms("appt tmrw pls")
+
+
+@pytest.mark.parametrize("question,thing", [
+    ("whats the self pay price for a cortisone shot in my knee?", "cortison"),
+    ("what does a crown cost", "crown"),
+    ("how much does a hearing aid fitting cost?", "hear"),
+    ("hva koster en rotfylling?", "rotfyl"),
+])
+def test_what_a_price_question_prices_must_be_in_the_passages(question, thing):
+    """Aspen Ridge q33: a visit's self-pay price is no price of a cortisone shot the price list leaves out."""
+    assert any(thing in informative for _, informative in relevance.asked_things(question))
+    assert relevance.missing_asked_thing(question, ["Service: New patient visit; Self-pay price: $245"])
+
+
+def test_a_price_question_whose_thing_the_passages_price_is_not_missing_it():
+    assert not relevance.missing_asked_thing("what does a crown cost?", ["Crown: €650, including the fitting."])
+    assert not relevance.missing_asked_thing("what does it cost to cancel late?", ["A late cancellation costs $25."])
+    # who it is for is no thing priced
+    assert not relevance.missing_asked_thing("do you charge a no show fee for kids", ["A missed appointment costs $65."])
