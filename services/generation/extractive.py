@@ -340,7 +340,11 @@ class ExtractiveBackend:
     def meaning_question(request: GenerationRequest) -> str:
         """The question as meaning reads it: its asking clauses, without the names of whom or where."""
         asked = question_reading(request.question)
-        question = relevance.asked_clauses(asked) or relevance.question_sentences(asked)
+        question = relevance.asked_clauses(asked)
+        # An asking clause that names nothing ("Will you still see me?" after "I'm stuck in traffic and will
+        # be about 12 minutes late.") means the statement: read the whole question then.
+        if not question or not relevance.key_terms(question, request.intent, request.place_names):
+            question = relevance.question_sentences(asked)
         # Which provider or place it asks about is signal 2's business (relevance.missing_entities);
         # left in, a clinic's name makes every unit naming that clinic look like an answer.
         return relevance.without_entity_names(question, request.place_names)

@@ -350,3 +350,15 @@ def test_a_sentence_far_from_the_question_ends_the_run_of_its_paragraph(backend)
         "can you get an interpreter for my dad", "OTHER", passages)).claims]
     assert shown and "Interpreters can be arranged" in shown[0], shown
     assert not any("reception desk" in text for text in shown), shown
+
+
+def test_an_asking_clause_that_names_nothing_is_read_with_its_statement(backend):
+    """"Will you still see me?" names nothing; the statement before it says what it asks (Corrib q30):
+    read alone, the late rule was far from it in meaning (0.13) and nothing could lead."""
+    late = passage("S15", "Timekeeping", "Give us a ring and we'll do our best to fit you in. If you arrive more "
+                   "than 15 minutes late, we may have to offer you another appointment so that the people booked "
+                   "after you aren't kept waiting.")
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "I'm stuck in traffic and will be about 12 minutes late. Will you still see me?", "ARRIVAL_PREPARATION",
+        (*PASSAGES, late))).claims]
+    assert any("15 minutes late" in text for text in shown), shown
