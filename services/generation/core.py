@@ -179,5 +179,8 @@ def infer_claim_type(text: str, source_class: str, intent: str) -> str:
         preferred = _INTENT_TYPE.get(intent)
         if preferred in winners:
             return preferred
-        return winners[0]
+        # A tie the intent does not break is broken by the document's class: "Medical card holders are
+        # not charged this fee ... before further appointments are booked" ties a preparation cue ("medic")
+        # with a booking one, and typed either way a cancellation policy's sentence was withheld.
+        return _SOURCE_CLASS_TYPE.get(source_class) or winners[0]
     return _SOURCE_CLASS_TYPE.get(source_class) or _INTENT_TYPE.get(intent) or "GENERAL_POLICY"

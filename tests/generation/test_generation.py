@@ -416,6 +416,17 @@ def test_a_question_without_an_amount_keeps_its_ranking(generate):
     assert reply.claims and "app" in reply.claims[0].text
 
 
+def test_a_tie_of_cues_the_intent_does_not_break_takes_the_documents_class():
+    """Juniper's fee page: "Medical card ... holders are not charged this fee ... before further
+    appointments are booked" ties a preparation cue ("medic") with a booking one; typed a preparation
+    rule, a cancellation policy's sentence was withheld as an authority mismatch."""
+    from services.generation.core import infer_claim_type
+
+    sentence = ("Medical card holders are not charged this fee. If anyone misses three appointments, the "
+                "practice manager may call them before further appointments are booked.")
+    assert infer_claim_type(sentence, "cancellation_policy", "CANCELLATION_RESCHEDULING") == "CANCELLATION_TERM"
+
+
 def test_the_purpose_given_for_a_rule_does_not_decide_its_claim_type():
     """'... so that we can offer the slot to someone else': the slot is the purpose, the rule is a
     notice period; typed SCHEDULING_RULE, a cancellation policy's own sentence was withheld as an
