@@ -66,6 +66,14 @@ def test_the_advice_beside_a_question_of_money_stays_clinical(analyzer):
     assert [c.boundary for c in analysis.clauses] == ["clinical", "logistics"], [c.text for c in analysis.clauses]
 
 
+def test_a_question_of_price_is_no_booking(analyzer):
+    """Morven q36: the heads read "appointment" as availability (0.93); the part offered slots."""
+    clause = analyzer.analyze("how much is the first menopause appointment, and then the follow ups?").clauses[0]
+    assert "availability" not in clause.intents, (clause.intents, clause.intent_source)
+    booking = analyzer.analyze("can i book the first menopause appointment next week?").clauses[0]
+    assert "availability" in booking.intents, booking.intents
+
+
 def test_unknown_language_takes_the_conservative_fallback(analyzer):
     emergency = analyzer.analyze("Tengo un dolor fuerte en el pecho")
     assert emergency.emergency and emergency.fallback

@@ -411,3 +411,14 @@ def test_a_question_of_money_about_a_clinical_thing_asks_only_money(text):
 ])
 def test_advice_beside_money_is_not_only_money(text):
     assert not RULES.asks_only_money(fold(text))
+
+
+@pytest.mark.parametrize("text,price", [
+    ("how much is the first menopause appointment, and then the follow ups?", True),
+    ("whats the fee for a coil fitting", True),
+    ("hva koster en time hos gynekologen?", True),
+    ("how much is the scan and can i book it for friday?", False),
+    ("any appointments available next week?", False),
+])
+def test_a_price_is_no_booking_unless_it_asks_to_book(text, price):
+    assert RULES.asks_price_not_booking(fold(text)) is price

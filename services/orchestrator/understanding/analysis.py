@@ -239,7 +239,12 @@ class QuestionAnalyzer:
                 return (tuple(dict.fromkeys(i for i, _ in found)), "lexicon:" + "; ".join(e for _, e in found),
                         scores, found)
         thresholds = self.heads.intent_thresholds
-        return decide_intents(scores, thresholds.accept, thresholds.other_below), "model", scores, ()
+        intents = decide_intents(scores, thresholds.accept, thresholds.other_below)
+        if "availability" in intents and self.rules.asks_price_not_booking(fold(clause)):
+            # A price, not a booking (rules.asks_price_not_booking): the policy part answers it.
+            intents = tuple(i for i in intents if i != "availability") or ("other",)
+            return intents, "model; availability read down: a price, not a booking (rule:price_not_booking)", scores, ()
+        return intents, "model", scores, ()
 
 
 _QUESTION_START = frozenset(["can", "could", "should", "shall", "is", "are", "am", "do", "does", "did", "what", "whats", "how", "when", "where", "why", "which", "who", "will", "would", "may", "might", "must", "kan", "skal", "bør", "er", "har", "hva", "hvordan", "når", "hvor", "hvorfor", "hvilken", "hvilke", "må", "vil"])

@@ -58,6 +58,9 @@ class BoundaryRules:
     # A question of money (logistics) though it names clinical things, and what makes it advice after all.
     money_asks: tuple[re.Pattern[str], ...] = ()
     money_unless: tuple[re.Pattern[str], ...] = ()
+    # A question of price, and the words that make it a booking after all.
+    price_asks: tuple[re.Pattern[str], ...] = ()
+    price_unless: tuple[re.Pattern[str], ...] = ()
 
     def check_emergency(self, text: str) -> EmergencyCheck:
         """`text`: a folded clause. Every match of every red flag is looked at; the first that is
@@ -98,6 +101,10 @@ class BoundaryRules:
         nothing a clinician would answer (no advice cue, no clinical rule)."""
         return any(p.search(text) for p in self.money_asks) and not any(p.search(text) for p in self.money_unless) \
             and self.check_clinical(text) is None
+
+    def asks_price_not_booking(self, text: str) -> bool:
+        """`text`: a folded clause. Whether it asks what something costs and asks to book nothing."""
+        return any(p.search(text) for p in self.price_asks) and not any(p.search(text) for p in self.price_unless)
 
     def check_clinical(self, text: str) -> str | None:
         for rule_id, pattern in self.clinical:
@@ -142,4 +149,6 @@ def load_rules(path: Path = RULES_FILE) -> BoundaryRules:
         history_is_part_of=frozenset(raw.get("history_is_part_of", [])),
         money_asks=patterns(raw.get("money_question", {}).get("asks", [])),
         money_unless=patterns(raw.get("money_question", {}).get("unless", [])),
+        price_asks=patterns(raw.get("price_not_booking", {}).get("asks", [])),
+        price_unless=patterns(raw.get("price_not_booking", {}).get("unless", [])),
     )
