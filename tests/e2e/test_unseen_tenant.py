@@ -301,3 +301,20 @@ def test_the_visit_a_when_to_come_question_is_for_does_not_pick_its_answer(corri
     part = corrib.ask("What time should I be at the Tully Street clinic for my eye test?", tenant=CORRIB).parts[0]
     assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
     assert any("10 minutes" in claim.text for claim in part.claims), [claim.text for claim in part.claims]
+
+
+MORVEN = "morven"
+
+
+@pytest.fixture(scope="module")
+def morven(stack):
+    return loaded(stack, HERE / MORVEN, HERE / "morven-slots.yaml")
+
+
+def test_a_clinic_rule_on_a_page_filed_under_another_intent_still_asks_which_clinic(morven):
+    """Morven q28: the hospital ward's page is filed under arrival and says cancelling there needs 3
+    working days' notice; the cancellation search never found it, and the group's 48 hours was shown
+    for every clinic. The clinics' pages of the other intents are now searched for the quantity check."""
+    part = morven.ask("how much notice do I need to give if I want to cancel?", tenant=MORVEN).parts[0]
+    assert part.outcome == c.PART_OUTCOME_NEEDS_CLARIFICATION, part.answer_text
+    assert "Ward 9" in part.clarification_question

@@ -521,7 +521,10 @@ def test_a_clinics_own_rule_ranked_below_the_offered_passages_still_makes_the_an
     core = build_core(Settings(port=0, metrics_port=-1), ports, Sink())
     response = core.ask(AskRequest(PATIENT, "How late can I cancel my appointment without a fee?", AS_OF)).response
     (part,) = response.parts
-    assert [q.k for q in ports.retrieval.queries] == [16]
+    # The part's intent clinic_rules_search_k deep, then the clinics' pages of the other policy intents
+    # (search_k deep) for the quantity check.
+    assert [q.k for q in ports.retrieval.queries] == [16, 8]
+    assert m.Intent.CANCELLATION_RESCHEDULING not in ports.retrieval.queries[1].intents
     assert part.outcome == c_pb.PART_OUTCOME_NEEDS_CLARIFICATION
     assert "Harbor Imaging Center" in part.clarification_question
     shallow = Downstream(Scheduler([]), DeepRetrieval(), Generation(GENERAL_TEXT), Validator())

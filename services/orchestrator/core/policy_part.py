@@ -49,7 +49,7 @@ from services.orchestrator.core.model import (
 )
 from services.orchestrator.core.parts import PartContext, unavailable
 from services.orchestrator.core.ports import Retrieval
-from services.orchestrator.core.router import Lexicon
+from services.orchestrator.core.router import POLICY_INTENTS, Lexicon
 from services.orchestrator.core.routing import Clarification, PartPlan, Route, clarification_text
 
 log = logging.getLogger("citetrace.orchestrator")
@@ -293,6 +293,7 @@ class PolicyPart:
             hits, aside = narrowed
             if not hits:
                 return self._abstain(out, plan, ctx, ())
+            aside = self._with_clinic_pages_of_other_intents(ctx, query, aside)
         if self.settings.relevance_gate == "abstain":
             hits, why = relevance_gate(found, hits, self.settings.relevance_offer)
             if not hits:
@@ -510,6 +511,33 @@ class PolicyPart:
                                       f"location: every passage found is scoped ({', '.join(sorted(named))}) "
                                       "and no clinic was named")
         return tuple(h for h in hits if h not in scoped), ClinicRules(tuple(scoped), scopes, deeper)
+
+    def _with_clinic_pages_of_other_intents(self, ctx: PartContext, query: SearchQuery,
+                                            aside: ClinicRules) -> ClinicRules:
+        """The clinics' passages filed under the other policy intents, added to the ones set aside. A
+        clinic's page is often filed under one intent and states its other rules too (Morven's hospital
+        ward, filed under arrival, says with how much notice and what fee to cancel there): the search
+        for this part's intent never finds them, and the group's rule was shown for every clinic. Set
+        aside with the deeper hits, never offered (they are no authority for this intent): only the
+        quantity check reads them, a precise comparison of the quantity asked (read in words, an
+        arrival page's sentences "answered" cancellation questions and asked which clinic needlessly).
+        A failed search leaves the check as it was (it adds a reason to ask, never an answer)."""
+        others = tuple(i for i in POLICY_INTENTS if i not in query.intents)
+        if not others:
+            return aside
+        try:
+            found = ctx.calls("retrieval", "retrieval.search", self.retrieval.search,
+                              dataclasses.replace(query, intents=others, k=self.settings.search_k))
+            versions = self._versions_of(ctx, found, [h.passage.identity.passage_id for h in found.hits])
+        except DomainError:
+            return aside
+        scopes = {v.version_id: v.location_scope for v in versions}
+        known = {h.passage.identity.passage_id for h in (*aside.hits, *aside.deeper)}
+        scoped = tuple(h for h in found.hits if scopes.get(h.passage.identity.version_id)
+                       and h.passage.identity.passage_id not in known)
+        if not scoped:
+            return aside
+        return ClinicRules(aside.hits, {**aside.scopes, **scopes}, aside.deeper + scoped)
 
     def _clinic_dependent(self, plan: PartPlan, ctx: PartContext, grounded: Grounded,
                           aside: ClinicRules) -> str:
