@@ -276,18 +276,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{g['clinical_advice_to_boundary']['value']}), logistics to boundary {g['logistics_to_boundary']['value']}")
     f = result["boundary_check_2026_12_07a"]
     print(f"boundary check 2026-12-07a (feeling words, never trained on): emergency recall "
-          f"{f['targets']['emergency_recall']['value']}, logistics to boundary {f['targets']['logistics_to_boundary']['value']} "
-          f"(en {f['by_language']['en']['logistics_to_boundary']['value']}, nb {f['by_language']['nb']['logistics_to_boundary']['value']})")
+          f"{f['targets']['emergency_recall']['value']}, {_logistics_by_language(f)}")
     s = result["boundary_check_2026_12_07b"]
     print(f"boundary check 2026-12-07b (specialty red flags, never trained on): emergency recall "
           f"{s['targets']['emergency_recall']['value']}, clinical recall {s['targets']['clinical_advice_recall']['value']}, "
-          f"logistics to boundary {s['targets']['logistics_to_boundary']['value']} "
-          f"(en {s['by_language']['en']['logistics_to_boundary']['value']}, nb {s['by_language']['nb']['logistics_to_boundary']['value']})")
+          f"{_logistics_by_language(s)}")
     p = result["boundary_check_2026_12_07c"]
-    print(f"boundary check 2026-12-07c (prices of procedures, never trained on): emergency recall {p['targets']['emergency_recall']['value']}, clinical "
-          f"to boundary {p['targets']['clinical_advice_to_boundary']['value']}, logistics to boundary "
-          f"{p['targets']['logistics_to_boundary']['value']} (en {p['by_language']['en']['logistics_to_boundary']['value']}, "
-          f"nb {p['by_language']['nb']['logistics_to_boundary']['value']})")
+    print(f"boundary check 2026-12-07c (prices of procedures, never trained on): emergency recall "
+          f"{p['targets']['emergency_recall']['value']}, clinical to boundary "
+          f"{p['targets']['clinical_advice_to_boundary']['value']}, {_logistics_by_language(p)}")
     if "clinical_to_boundary" in m:
         print(f"MedQuAD sample-1000: clinical qtypes to boundary {m['clinical_to_boundary']['value']}, "
               f"all qtypes {m['all_qtypes_to_boundary']['value']}")
@@ -295,6 +292,13 @@ def main(argv: list[str] | None = None) -> int:
           f"nb {i['exact_set_accuracy'].get('nb', {}).get('value')}")
     print(f"route CPU median {result['route_cpu']['median_ms']} ms; written {args.json}")
     return 0
+
+
+def _logistics_by_language(report: dict) -> str:
+    """A check set's routine messages sent to the boundary, in all and per language (en, nb)."""
+    by = report["by_language"]
+    return (f"logistics to boundary {report['targets']['logistics_to_boundary']['value']} "
+            f"(en {by['en']['logistics_to_boundary']['value']}, nb {by['nb']['logistics_to_boundary']['value']})")
 
 
 if __name__ == "__main__":
