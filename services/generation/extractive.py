@@ -18,7 +18,7 @@ import functools
 import math
 import re
 
-from citetrace import gloss, language
+from citetrace import gloss, language, lay
 
 from services.generation import claimtext, relevance
 from services.generation.core import Claim, Generated, GenerationRequest, infer_claim_type
@@ -115,9 +115,10 @@ class _Candidate:
 
 @functools.lru_cache(maxsize=4096)
 def question_reading(question: str) -> str:
-    """The question as matching reads it: its English gloss when it is bokmål (citetrace.gloss), else
-    itself."""
-    return gloss.english_reading(question, language.identify(question).code)
+    """The question as matching reads it: its English gloss when it is bokmål (citetrace.gloss), with
+    a lay description of a service read as the service's name (citetrace.lay: "someone to sign for
+    him" is an interpreter)."""
+    return lay.clinic_reading(gloss.english_reading(question, language.identify(question).code))
 
 
 def passage_reader(text: str):
@@ -170,6 +171,7 @@ class ExtractiveBackend:
         # The bokmål reading's glossary and phrases are read (and checked) at start, not on the first
         # request that needs them.
         gloss.reading_version()
+        lay.version()
         if self.similarity is not None:
             self.similarity.warm_up()
         if self.lead_gate is not None:
@@ -183,7 +185,9 @@ class ExtractiveBackend:
                "selection_ratio": str(self.selection_ratio),
                "relevance_threshold": str(self.relevance_threshold),
                # how bokmål is read (the glossary and the phrases, by digest): it moves the ranking
-               "bokmal_reading": gloss.reading_version()}
+               "bokmal_reading": gloss.reading_version(),
+               # how a lay description of a service is read (the phrase list, by digest)
+               "lay_reading": lay.version()}
         if self.similarity is not None:
             out.update({"similarity_model": self.similarity.version, "lexical_weight": str(LEXICAL_WEIGHT),
                         "semantic_lead": str(SEMANTIC_LEAD), "semantic_follow": str(SEMANTIC_FOLLOW),
@@ -410,11 +414,22 @@ class ExtractiveBackend:
                 self._answers(candidate, meaning, vacuous_ok=True) and not vetoed(rank) and \
                 any(label in offered and label not in excluded_labels for label in candidate.labels)
 
-        # A question that asks for an amount is led by the first unit that may lead and states one;
-        # the units ahead of it only talk about the amount.
+        # A question that asks for an amount is led by the first unit that may lead and states one (or
+        # whose paragraph, following it, does); the units ahead of it only talk about the amount.
         amount = self.amount_asked(request)
+
+        def answers_the_amount(candidate: _Candidate) -> bool:
+            # The lead states it, or the sentences that will follow it in its paragraph do ("We provide
+            # interpreters ... Please ask at least two working days before"): the lead says yes, they
+            # say how far ahead.
+            if relevance.states_amount(candidate.text, amount):
+                return True
+            return meaning and any(relevance.states_amount(claim.text, amount) for claim in
+                                   self._rest_of_its_paragraph(request, candidates, candidate, excluded_ids,
+                                                               excluded_labels))
+
         amount_lead = next((rank for rank, (claim_id, candidate) in enumerate(candidates)
-                            if relevance.states_amount(candidate.text, amount) and may_lead(rank, claim_id, candidate)),
+                            if may_lead(rank, claim_id, candidate) and answers_the_amount(candidate)),
                            None) if amount else None
         if amount and amount_lead is None:
             # Asked for an amount, and nothing that may lead states one: any lead would talk around

@@ -360,13 +360,26 @@ def without_entity_names(question: str, place_names: tuple[str, ...] = ()) -> st
     return " ".join(pattern.sub(" ", question).split())
 
 
+# A provider named as whom an appointment is with ("at his appointment with Dr Halvorsen") names the
+# occasion, not what is asked about: a rule for every appointment answers for that one too.
+_OCCASION_WITH = re.compile(r"\b(?:appointments?|appts?|visits?|check-?ups?|consult(?:ation)?s?|sessions?|"
+                            r"bookings?|time|timen)\s+(?:with|hos)\s+$", re.IGNORECASE)
+
+
 def missing_entities(question: str, passage_texts: list[str]) -> list[str]:
-    """Named entities of the question of which some distinctive word occurs in no offered passage."""
+    """Named entities of the question of which some distinctive word occurs in no offered passage,
+    except a provider named only as whom the appointment is with."""
     vocabulary: set[str] = set()
     for text in passage_texts:
         vocabulary.update(re.findall(r"[\w'-]+", _fold(text)))
     missing = []
+    text = question_sentences(unicodedata.normalize("NFC", question))
+    # Only when every mention is the occasion ("with Dr. Lee ... does Dr. Lee take new patients" asks about her).
+    mentions = [(match[0], bool(_OCCASION_WITH.search(text[: match.start()]))) for match in _TITLED.finditer(text)]
+    occasion_only = {name for name, _ in mentions if all(occasion for other, occasion in mentions if other == name)}
     for entity in named_entities(question):
+        if entity.surface in occasion_only:
+            continue
         words = [w for w in entity.distinctive if w not in _CAPITALISED_FUNCTION_WORDS]
         if words and not all(w in vocabulary for w in words):
             missing.append(entity.surface)

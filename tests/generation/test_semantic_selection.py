@@ -362,3 +362,52 @@ def test_an_asking_clause_that_names_nothing_is_read_with_its_statement(backend)
         "I'm stuck in traffic and will be about 12 minutes late. Will you still see me?", "ARRIVAL_PREPARATION",
         (*PASSAGES, late))).claims]
     assert any("15 minutes late" in text for text in shown), shown
+
+
+INTERPRETING = (
+    passage("S1", "Interpreters", "We provide professional interpreters free of charge, in person or by phone, for "
+            "any language. Please ask when you book, at least two working days before the appointment, so that we "
+            "have time to arrange one."),
+    passage("S2", "Arriving", "Please arrive 10 minutes before your appointment time and check in at reception."),
+    passage("S3", "Cancelling", "If you can't make your appointment, please let us know at least 24 hours "
+            "beforehand."),
+)
+
+
+@pytest.mark.parametrize("question", [
+    # an interpreter in a patient's words (citetrace.lay), with how far ahead to ask (six probes by
+    # independent authors asked this way; every one abstained)
+    "My father is profoundly deaf and only signs. Could someone come and sign for him at his check-up, and by "
+    "when do I need to sort that out?",
+    "my wife only speaks dari. can you get someone to translate for her?? and how far ahead do i have to ask",
+    # a provider named as whom the appointment is with is the occasion, not what is asked about
+    "My grandfather is deaf. Can you get someone to sign for him at his appointment with Dr Halvorsen, and how "
+    "far ahead do I have to ask?",
+])
+def test_an_interpreter_asked_for_in_lay_words_is_answered_with_its_notice(backend, question):
+    claims = backend.generate(GenerationRequest(question, "OTHER", INTERPRETING)).claims
+    shown = [c.text for c in claims]
+    assert claims and all(c.evidence_labels == ["S1"] for c in claims), shown
+    assert any("two working days" in text for text in shown), shown
+    assert not any("24 hours" in text or "10 minutes" in text for text in shown), shown
+
+
+def test_an_amount_asked_is_still_never_answered_by_a_paragraph_that_does_not_state_it(backend):
+    """The amount may come from the lead's own paragraph, not from nowhere: "We provide interpreters"
+    alone does not say how far ahead."""
+    alone = (passage("S1", "Interpreters", "We provide professional interpreters free of charge, in person or by "
+                     "phone, for any language.\n\nOur reception is on the ground floor."),)
+    generated = backend.generate(GenerationRequest(
+        "can you get an interpreter for my mum, and how far ahead do I have to ask?", "OTHER", alone))
+    assert generated.claims == []
+
+
+def test_a_provider_asked_about_is_still_required_in_the_evidence(backend):
+    """Signal 2 stands for a provider the question asks about, and for one named both ways."""
+    for question in ("Does Dr Halvorsen arrange interpreters?",
+                     "For my appointment with Dr Halvorsen: does Dr Halvorsen arrange interpreters?"):
+        assert backend.generate(GenerationRequest(question, "OTHER", INTERPRETING)).claims == [], question
+
+
+def test_the_lay_reading_is_named_in_the_settings(backend):
+    assert backend.settings()["lay_reading"].startswith("lay-en-")

@@ -14,7 +14,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import yaml
-from citetrace import textnorm
+from citetrace import lay, textnorm
 
 from services.orchestrator.core import clinics, dates, scope
 from services.orchestrator.core.model import Intent, PartKind
@@ -529,8 +529,9 @@ def _search_intents(intent: Intent, by_intent: dict[Intent, list[str]], explanat
 
 
 def _query(clauses: list[str], result: Route) -> str:
-    """The search query for a policy part: its clauses plus the entities that narrow the rule."""
-    text = " ".join(clauses)
+    """The search query for a policy part: its clauses, a lay description of a service read as the
+    service's name (citetrace.lay), plus the entities that narrow the rule."""
+    text = lay.clinic_reading(" ".join(clauses))
     extra = [value.replace("_", " ") for value in (result.specialty, result.appointment_type) if value]
     missing = [word for word in extra if word not in text.lower()]
     return " ".join([text, *missing]).strip()

@@ -1,0 +1,47 @@
+"""citetrace.lay: a lay description of a clinic service read as the service's name, for the two readers
+that match a question to passages (the policy part's search query, the extractive generator)."""
+
+from __future__ import annotations
+
+import pytest
+from citetrace import lay
+
+
+@pytest.mark.parametrize("question,reading", [
+    ("Can you get someone to translate for her?", "Can you get an interpreter to translate for her?"),
+    ("Could someone come and sign for him at his check-up", "Could an interpreter come and sign for him at his check-up"),
+    ("can somebody there interpret for my mum", "can an interpreter there interpret for my mum"),
+    ("is there anyone who can translate for my father", "is there an interpreter who can translate for my father"),
+])
+def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading):
+    assert lay.clinic_reading(question) == reading
+
+
+@pytest.mark.parametrize("question", [
+    # someone who signs or translates a thing, not for a person
+    "can someone sign the form for him",
+    "i need someone to translate my records into English",
+    "can anyone sign off my sick note",
+    "someone will sign in for me at reception",
+    "can someone come in with me to the scan",  # someone who comes along is no interpreter
+    "someone has to drive me home",
+])
+def test_look_alikes_are_read_as_written(question):
+    assert lay.clinic_reading(question) == question
+
+
+def test_the_reading_is_versioned_by_the_phrase_lists_digest():
+    assert lay.version().startswith("lay-en-") and len(lay.version()) == len("lay-en-") + 12
+
+
+def test_a_malformed_phrase_list_is_refused_with_its_line(tmp_path, monkeypatch):
+    bad = tmp_path / "lay.tsv"
+    bad.write_text("# comment\n\\bfine\\b\tgood\n(unclosed\tx\n", encoding="utf-8")
+    monkeypatch.setattr(lay, "PHRASE_FILE", bad)
+    lay._entries.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="line 3"):
+            lay.version()
+    finally:
+        monkeypatch.undo()
+        lay._entries.cache_clear()
