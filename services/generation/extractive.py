@@ -281,6 +281,7 @@ class ExtractiveBackend:
                         named >= sum(relevance.covers(t, stems) for t in key_terms)
                 unit_sets.append((candidate, stems, around, (heading if asks else frozenset()), shared,
                                   (heading if names_topic else frozenset())))
+        unit_sets = self._without_other_places_rows(unit_sets, request.place_names)
         if not unit_sets:
             return []
         df: dict[str, int] = {}
@@ -328,6 +329,19 @@ class ExtractiveBackend:
                 key=lambda c: (-round(c.score, 9), c.rank, c.position),
             )
         return [(f"c{i}", c) for i, c in enumerate(ranked + self._rest_of_lists(units, ranked), start=1)]
+
+    @staticmethod
+    def _without_other_places_rows(unit_sets: list, place_names: tuple[str, ...]) -> list:
+        """Without the rows of a table, one row per clinic, that are not the asked clinic's: when some
+        row of a table names the place the question was resolved to, its other rows are about other
+        places ("what time should I show up" at Orchard Plaza was answered with Beaumont Street's
+        opening hours)."""
+        if not place_names:
+            return unit_sets
+        rows = [u[0] for u in unit_sets if u[0].kind == "table_row"]
+        tables = {c.table for c in rows if relevance.names_a_place(c.text, place_names)}
+        return [u for u in unit_sets if u[0].kind != "table_row" or u[0].table not in tables or
+                relevance.names_a_place(u[0].text, place_names)]
 
     @staticmethod
     def _rest_of_lists(units: list[_Candidate], ranked: list[_Candidate]) -> list[_Candidate]:
@@ -406,12 +420,27 @@ class ExtractiveBackend:
             return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
         vetoed = self._lead_veto(request, candidates) if meaning else (lambda _rank: False)
 
+        # A claim the validator withheld because its source may not state that kind of rule (a handbook,
+        # an arrival rule) is replaced as the lead only by a claim of the same kind: the next unit near
+        # "before your appointment" was an interpreter's notice, an answer to another question.
+        # (The feedback names only the claims not shown; the lead withheld is the unit that leads
+        # without any exclusion.)
+        def answers(rank: int, candidate: _Candidate) -> bool:
+            return not candidate.only_in_list and self._answers(candidate, meaning, vacuous_ok=True) and \
+                not vetoed(rank)
+
+        first_lead = next((claim_id for rank, (claim_id, c) in enumerate(candidates) if answers(rank, c)), None)
+        withheld = any(item.claim_id == first_lead and "AUTHORITY_MISMATCH" in item.reasons for item in request.feedback)
+        same_kind = infer_claim_type(by_id[first_lead].text, by_id[first_lead].source_class, request.intent) \
+            if withheld else None
+
         def may_lead(rank: int, claim_id: str, candidate: _Candidate) -> bool:
             # True and cited is not enough: the answer's lead claim must cover the question (in words,
             # or in meaning; relevance.py, signal 1) and pass the learned veto (lead.py); the claims
             # after it qualify it.
-            return claim_id not in excluded_ids and not candidate.only_in_list and \
-                self._answers(candidate, meaning, vacuous_ok=True) and not vetoed(rank) and \
+            return claim_id not in excluded_ids and answers(rank, candidate) and \
+                (same_kind is None or
+                 infer_claim_type(candidate.text, candidate.source_class, request.intent) == same_kind) and \
                 any(label in offered and label not in excluded_labels for label in candidate.labels)
 
         # A question that asks for an amount is led by the first unit that may lead and states one (or

@@ -58,10 +58,12 @@ GENERIC = _stems(
     long soon far simply
     work works seen see accept accepts book booking bookings regular normal usual general
     year years month months week weeks day days today tomorrow yesterday last next
-    u ye ya yous youse yall y'all ur appt appts appmt apt pls plz tmrw tmr tmw 2moro 2day thx""")
+    u ye ya yous youse yall y'all ur appt appts appmt apt pls plz tmrw tmr tmw 2moro 2day thx
+    hey hiya lol haha omg btw""")
 # (The last line: "you" and "your" as patients type them, "do u need", "can ye"; a key term of them
 # was the whole topic of "How much notice do ye need if I have to cancel?", and no sentence covered it;
-# and the generic words above as patients abbreviate them: "how early b4 my appt".)
+# and the generic words above as patients abbreviate them: "how early b4 my appt"; and chat greetings
+# and fillers, which say nothing of the topic: "hey so ... what time should i show up".)
 # Stop words after stemming: fragments such as "ins" of "walk-ins" stem to one ("in").
 _STOP_STEMS = frozenset(_STEM(w) for w in claimtext.STOPWORDS)
 # Norwegian (nb-NO) function words and generic words ("time"/"timen" = the appointment).
@@ -261,7 +263,7 @@ def _key_terms(text: str, question: str, intent: str, place_names: tuple[str, ..
     drop |= frozenset(_STEM(w) for w in claimtext.NEGATION_CUES | claimtext.QUALIFIER_CUES | {"ikke"})
     drop |= frozenset(_STEM(w) for w in _name_words(question, place_names))
     if intent == "ARRIVAL_PREPARATION" and _ASKS_WHEN_TO_COME.search(question):
-        drop |= frozenset(_STEM(w.lower()) for w in _visit_words(_spelled_out(question)))
+        drop |= frozenset(_STEM(w.lower()) for w in _visit_words(_spelled_out(question))) | _WHEN_OF_THE_VISIT
     return frozenset(t for t in found if t not in drop and not any(ch.isdigit() for ch in t))
 
 
@@ -276,6 +278,13 @@ _ASKS_WHEN_TO_COME = re.compile(r"\b(arriv\w*|get (there|here|in)|be (there|here
 _VISIT = re.compile(r"\b(?:for|before|b4|to|til|før)\s+(?:my|his|her|our|their|your|the|a|an|min|mitt|mine)\s+"
                     r"((?:[\w'-]+\s+){0,2}?[\w'-]+)\s*(?=$|[?.!,;]|\s(?:on|at|in|this|next|tomorrow|today|tmrw|"
                     r"tonight|morning|afternoon|with|please|pls)\b)", re.IGNORECASE)
+
+
+# When the visit is ("booked in at Fennessy Quay tues, how early should I get there?") is its occasion
+# too: how early to come does not depend on the day. Only in a question about when to come: in "are
+# you open on Saturday?" the day is what is asked.
+_WHEN_OF_THE_VISIT = _stems("""monday tuesday wednesday thursday friday saturday sunday mon tue tues wed weds thu
+    thur thurs fri sat sun morning mornings afternoon evening arvo tonight""")
 
 
 def _visit_words(question: str) -> list[str]:

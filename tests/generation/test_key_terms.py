@@ -126,6 +126,22 @@ def test_the_visit_a_when_to_come_question_is_for_is_no_topic(question):
     assert coverage(found, terms("Please arrive 10 minutes before your appointment time.")) == 1.0, found
 
 
+@pytest.mark.parametrize("question", [
+    "booked in at the clinic tues, how early b4 my appt should i get there",
+    "my appointment is on thursday morning, what time should i show up?",
+    "hey so what time should i show up on Friday afternoon?",
+])
+def test_when_the_visit_is_is_no_topic_of_when_to_come(question):
+    """The day of the visit is its occasion too (Corrib q07, "tues"): how early to come does not depend on it."""
+    found = key_terms(question, "ARRIVAL_PREPARATION")
+    assert coverage(found, terms("Please arrive 10 minutes before your appointment time.")) == 1.0, found
+
+
+def test_the_day_stays_the_topic_when_it_is_what_is_asked():
+    assert "saturday" in key_terms("are you open on saturday morning?", "ARRIVAL_PREPARATION")
+    assert "saturday" in key_terms("can I get a blood test on saturday?", "OTHER")
+
+
 @pytest.mark.parametrize("question,topic", [
     ("when do i have to stop eating before my ct with dye?", "ct"),
     ("what am i supposed to wear for my knee physio?", "knee"),

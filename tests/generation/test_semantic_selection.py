@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.generation.core import GenerationRequest, OfferedPassage
+from services.generation.core import Feedback, GenerationRequest, OfferedPassage
 from services.generation.extractive import ExtractiveBackend
 from services.generation.semantic import EmbeddedUnitSimilarity
 
@@ -411,3 +411,62 @@ def test_a_provider_asked_about_is_still_required_in_the_evidence(backend):
 
 def test_the_lay_reading_is_named_in_the_settings(backend):
     assert backend.settings()["lay_reading"].startswith("lay-en-")
+
+
+ARRIVING = passage("S1", "Arriving", "Please arrive 10 minutes before your appointment time and check in at reception.")
+NOTICE = passage("S2", "Interpreters", "Please ask when you book, at least two working days before the appointment, "
+                 "so that we have time to arrange one.")
+ALSO_ARRIVING = passage("S3", "Checking in", "Arrive ten minutes before your appointment so that you can check in.")
+
+
+def _withheld(backend, question: str, passages) -> tuple[list[str], list[str]]:
+    """The claims of a first attempt, and of a second after the validator withheld its lead."""
+    first = backend.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", passages))
+    lead = first.claims[0]
+    feedback = (Feedback(lead.claim_id, ("AUTHORITY_MISMATCH",), "UNSUPPORTED"),)
+    second = backend.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", passages, feedback, attempt=2))
+    return [c.text for c in first.claims], [c.text for c in second.claims]
+
+
+def test_a_withheld_lead_is_not_replaced_by_an_answer_to_another_question(backend):
+    """Kestrel: the arrival rule is in a handbook, which may not state one; the second attempt led with
+    an interpreter's notice ("two working days before the appointment")."""
+    first, second = _withheld(backend, "how early should I come for my appointment?", (ARRIVING, NOTICE))
+    assert "10 minutes" in first[0], first
+    assert second == [], second
+
+
+def test_a_withheld_lead_is_replaced_by_a_claim_of_its_kind(backend):
+    first, second = _withheld(backend, "how early should I come for my appointment?", (ARRIVING, NOTICE, ALSO_ARRIVING))
+    assert second and "minutes before your appointment" in second[0] and second[0] != first[0], (first, second)
+
+
+def test_a_follower_withheld_for_authority_does_not_change_what_may_lead(backend):
+    """Only the lead's kind binds the next lead: a follower withheld for authority (a "Why: ..." line
+    of a cancellation page) leaves the lead as it was (seven probe answers had turned partial)."""
+    question = "how early should I come for my appointment?"
+    passages = (ARRIVING, NOTICE, ALSO_ARRIVING)
+    request = GenerationRequest(question, "ARRIVAL_PREPARATION", passages)
+    first = backend.generate(request).claims
+    notice = next(claim_id for claim_id, c in backend.candidates(request) if "two working days" in c.text)
+    feedback = (Feedback(notice, ("AUTHORITY_MISMATCH",), "UNSUPPORTED"),)  # another kind than the lead's
+    second = backend.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", passages, feedback, attempt=2)).claims
+    assert second and second[0].text == first[0].text, (first, second)
+
+
+CLINICS = passage("S1", "Our three clinics", "| Clinic | Address | Open |\n|---|---|---|\n"
+                  "| Beaumont Street (downtown) | 220 Beaumont Street | Monday to Friday, 8:00 am to 6:00 pm |\n"
+                  "| Orchard Plaza | 14 Harlow Road | Monday to Thursday, 8:00 am to 8:00 pm |\n"
+                  "| Ferris Corners | 3 Mill Road | Tuesday and Friday, 9:00 am to 4:00 pm |")
+
+
+def test_the_rows_of_other_clinics_do_not_answer_for_the_asked_one(backend):
+    """Tamarack q01: a question about the Orchard Plaza clinic was answered with Beaumont Street's row."""
+    places = ("Tamarack Orchard Plaza Clinic", "Orchard Plaza", "the plaza clinic")
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "when does the plaza clinic open, am or pm?", "OTHER", (CLINICS,), place_names=places)).claims]
+    assert shown and all("Orchard Plaza" in text for text in shown), shown  # the other two rows had followed
+    # with no clinic resolved, every row is a candidate
+    anywhere = [c.text for c in backend.generate(GenerationRequest(
+        "what time do you open on friday?", "OTHER", (CLINICS,))).claims]
+    assert any("Beaumont" in text or "Ferris" in text for text in anywhere), anywhere
