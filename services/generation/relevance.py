@@ -59,11 +59,12 @@ GENERIC = _stems(
     work works seen see accept accepts book booking bookings regular normal usual general
     year years month months week weeks day days today tomorrow yesterday last next
     u ye ya yous youse yall y'all ur appt appts appmt apt pls plz tmrw tmr tmw 2moro 2day thx
-    hey hiya lol haha omg btw""")
+    hey hiya lol haha omg btw supposed meant gotta gonna wanna hafta""")
 # (The last line: "you" and "your" as patients type them, "do u need", "can ye"; a key term of them
 # was the whole topic of "How much notice do ye need if I have to cancel?", and no sentence covered it;
-# and the generic words above as patients abbreviate them: "how early b4 my appt"; and chat greetings
-# and fillers, which say nothing of the topic: "hey so ... what time should i show up".)
+# and the generic words above as patients abbreviate them: "how early b4 my appt"; chat greetings and
+# fillers, and obligation said as patients say it ("how much notice r u supposed to give", "do i gotta"),
+# which say nothing of the topic.)
 # Stop words after stemming: fragments such as "ins" of "walk-ins" stem to one ("in").
 _STOP_STEMS = frozenset(_STEM(w) for w in claimtext.STOPWORDS)
 # Norwegian (nb-NO) function words and generic words ("time"/"timen" = the appointment).
@@ -264,6 +265,10 @@ def _key_terms(text: str, question: str, intent: str, place_names: tuple[str, ..
     drop |= frozenset(_STEM(w) for w in _name_words(question, place_names))
     if intent == "ARRIVAL_PREPARATION" and _ASKS_WHEN_TO_COME.search(question):
         drop |= frozenset(_STEM(w.lower()) for w in _visit_words(_spelled_out(question))) | _WHEN_OF_THE_VISIT
+    if intent == "CANCELLATION_RESCHEDULING":
+        drop |= frozenset(_STEM(w.lower()) for w in _cancelled_visit_words(_spelled_out(question)))
+        if _CANCELLED_VISIT.search(_spelled_out(question)):
+            drop |= _WHEN_OF_THE_VISIT
     return frozenset(t for t in found if t not in drop and not any(ch.isdigit() for ch in t))
 
 
@@ -289,6 +294,22 @@ _WHEN_OF_THE_VISIT = _stems("""monday tuesday wednesday thursday friday saturday
 
 def _visit_words(question: str) -> list[str]:
     return [w for m in _VISIT.finditer(question) for w in re.findall(r"[\w'-]+", m.group(1))]
+
+
+# Likewise the visit a cancellation or a move is for ("need to cancel my coil fitting at Calderbrae next
+# week, how much notice do you need?"), and when it is: the notice, the fee and the way to cancel are
+# the rule for every appointment unless a rule for that visit says otherwise, and such a rule still
+# ranks first by the words it shares.
+_CANCELLED_VISIT = re.compile(
+    r"\b(?:cancel\w*|move|moving|reschedul\w*|rearrang\w*|change|changing|push(?:ing)? back|call(?:ing)? off|"
+    r"pull(?:ing)? out of|miss|missed|missing|skip|skipped|bail on)\s+(?:my|his|her|our|their|the|a|an|this|that|"
+    r"tomorrow's|today's|min|mitt)\s+((?:[\w'-]+\s+){0,2}?[\w'-]+)\s*(?=$|[?.!,;]|\s(?:on|at|in|this|next|"
+    r"tomorrow|today|tmrw|tonight|morning|afternoon|with|please|pls|for|because|bc|cos|as|and|but|i|if)\b)",
+    re.IGNORECASE)
+
+
+def _cancelled_visit_words(question: str) -> list[str]:
+    return [w for m in _CANCELLED_VISIT.finditer(question) for w in re.findall(r"[\w'-]+", m.group(1))]
 
 
 def covers(term: str, stems: frozenset[str]) -> bool:

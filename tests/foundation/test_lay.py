@@ -12,6 +12,11 @@ from citetrace import lay
     ("Could someone come and sign for him at his check-up", "Could an interpreter come and sign for him at his check-up"),
     ("can somebody there interpret for my mum", "can an interpreter there interpret for my mum"),
     ("is there anyone who can translate for my father", "is there an interpreter who can translate for my father"),
+    # colloquial words for a booking policy's terms
+    ("need to call off my mri, how much heads up do i gotta give", "need to cancel my mri, how much notice do i gotta give"),
+    ("i had to call it off", "i had to cancel it"),
+    ("whats the latest i can bail on my appointment without getting dinged",
+     "whats the latest i can cancel my appointment without getting charged"),
 ])
 def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading):
     assert lay.clinic_reading(question) == reading
@@ -25,6 +30,8 @@ def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading)
     "someone will sign in for me at reception",
     "can someone come in with me to the scan",  # someone who comes along is no interpreter
     "someone has to drive me home",
+    "can you call me back about my results",
+    "I will bail out of the car park",
 ])
 def test_look_alikes_are_read_as_written(question):
     assert lay.clinic_reading(question) == question

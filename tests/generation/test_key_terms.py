@@ -137,6 +137,25 @@ def test_when_the_visit_is_is_no_topic_of_when_to_come(question):
     assert coverage(found, terms("Please arrive 10 minutes before your appointment time.")) == 1.0, found
 
 
+@pytest.mark.parametrize("question", [
+    "hiya need to cancel my coil fitting next week, how much notice do you need?",
+    "need to cancel my mri, how much notice do i gotta give",
+    "need to cancel my sons cleaning, its for thursday. how much notice r u supposed to give",
+    "I have to move my physio on friday morning, is there a fee?",
+])
+def test_the_visit_a_cancellation_is_for_is_no_topic(question):
+    """The visit cancelled or moved is the occasion (Morven q15, Aspen Ridge q07): the notice for every
+    appointment answers it, so a sentence need not name the visit to cover the question."""
+    found = key_terms(question, "CANCELLATION_RESCHEDULING")
+    assert coverage(found, terms("Please give us at least 48 hours' notice if you can't come, or a fee applies.")) \
+        == 1.0, found
+
+
+def test_what_a_cancellation_question_asks_about_beyond_the_visit_stays_its_topic():
+    assert "app" in key_terms("can i cancel my physio in the app?", "CANCELLATION_RESCHEDULING")
+    assert "refund" in key_terms("if I cancel my scan do I get a refund?", "CANCELLATION_RESCHEDULING")
+
+
 def test_the_day_stays_the_topic_when_it_is_what_is_asked():
     assert "saturday" in key_terms("are you open on saturday morning?", "ARRIVAL_PREPARATION")
     assert "saturday" in key_terms("can I get a blood test on saturday?", "OTHER")
