@@ -15,6 +15,9 @@ from citetrace import lay
     # colloquial words for a booking policy's terms
     ("need to call off my mri, how much heads up do i gotta give", "need to cancel my mri, how much notice do i gotta give"),
     ("i had to call it off", "i had to cancel it"),
+    ("I'm in a wheelchair, will I be able to get in?", "I'm in a wheelchair (step-free access), will I be able to get in?"),
+    ("mum cant manage the stairs", "mum cant manage the stairs (step-free access)"),
+    ("if i rock up 15 mins after my slot", "if i arrive 15 mins after my slot"),
     ("whats the latest i can bail on my appointment without getting dinged",
      "whats the latest i can cancel my appointment without getting charged"),
 ])
@@ -31,6 +34,8 @@ def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading)
     "can someone come in with me to the scan",  # someone who comes along is no interpreter
     "someone has to drive me home",
     "can you call me back about my results",
+    "can I borrow a wheelchair at reception",  # a wheelchair to borrow is no need of step-free access
+    "rock climbing injury",
     "I will bail out of the car park",
 ])
 def test_look_alikes_are_read_as_written(question):

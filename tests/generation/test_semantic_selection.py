@@ -470,4 +470,3 @@ def test_the_rows_of_other_clinics_do_not_answer_for_the_asked_one(backend):
     anywhere = [c.text for c in backend.generate(GenerationRequest(
         "what time do you open on friday?", "OTHER", (CLINICS,))).claims]
     assert any("Beaumont" in text or "Ferris" in text for text in anywhere), anywhere
-
