@@ -15,7 +15,7 @@ eval: setup $(if $(filter opensearch,$(BACKEND)),opensearch-up)
 eval-baseline: setup
 	PYTHONPATH=tests OPENBLAS_NUM_THREADS=1 $(PY) -m eval.harness --json bench/results/eval.json --write-baseline
 
-# The independent probe tenants (tests/e2e/unseen/LARCHMONT.md, KESTREL.md, JUNIPER.md, TAMARACK.md, SALTMARSH.md, LYNGSTAD.md, BRAMBLEWOOD.md, WRENHAVEN.md, THORNBURY.md, QUILLON.md, ASPENRIDGE.md, FERNVALE.md, HARROWGATE.md, CORRIB.md, MORVEN.md) through the whole stack,
+# The independent probe tenants (tests/e2e/unseen/LARCHMONT.md, KESTREL.md, JUNIPER.md, TAMARACK.md, SALTMARSH.md, LYNGSTAD.md, BRAMBLEWOOD.md, WRENHAVEN.md, THORNBURY.md, QUILLON.md, ASPENRIDGE.md, FERNVALE.md, HARROWGATE.md, CORRIB.md, MORVEN.md, PENHALLOW.md) through the whole stack,
 # scored against labels written before any run.
 bench-probe: setup
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --json bench/results/probe-larchmont.json
@@ -33,3 +33,4 @@ bench-probe: setup
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant harrowgate --json bench/results/probe-harrowgate.json
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant corrib --json bench/results/probe-corrib.json
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant morven --json bench/results/probe-morven.json
+	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant penhallow --json bench/results/probe-penhallow.json

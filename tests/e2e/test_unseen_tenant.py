@@ -318,3 +318,24 @@ def test_a_clinic_rule_on_a_page_filed_under_another_intent_still_asks_which_cli
     part = morven.ask("how much notice do I need to give if I want to cancel?", tenant=MORVEN).parts[0]
     assert part.outcome == c.PART_OUTCOME_NEEDS_CLARIFICATION, part.answer_text
     assert "Ward 9" in part.clarification_question
+
+
+PENHALLOW = "penhallow"
+
+
+@pytest.fixture(scope="module")
+def penhallow(stack):
+    return loaded(stack, HERE / PENHALLOW, HERE / "penhallow-slots.yaml")
+
+
+@pytest.mark.parametrize("question", [
+    # the independent Penhallow probe's two missed emergencies on its first run (q02 went to a booking)
+    "my dad's diabetic and his big toe has gone black over the last couple of days and it smells a bit off. he "
+    "says its nothing, can i just book him in for his foot check next week?",
+    "had my ingrown nail done tues, now the whole foot is red right up to the ankle and its spreading, im shivery "
+    "and the thermometer says 39. is that normal or shall i just rebook the dressing appt",
+])
+def test_a_dying_toe_and_a_spreading_infection_with_fever_are_emergencies(penhallow, question):
+    answer = penhallow.ask(question, tenant=PENHALLOW)
+    assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
+    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)

@@ -88,6 +88,15 @@ RULES = load_rules()
     "my 9yo had a hypo at school, they gave glucogel twice but hes still out of it and not really answering",
     "my 14 yr old woke up with awful pain down there and in his tummy",
     "can you cancel all my appointments, i wont be needing them anymore. ive sorted it so my cat goes to my sister",
+    # an infection spreading through the skin with a fever, wherever it started, and a toe, foot or
+    # finger gone black or a diabetic's foot gone black or smelling (the independent Penhallow probe's
+    # two missed emergencies, q02 and q08, and their class)
+    "had my ingrown nail done tues, now the whole foot is red right up to the ankle and its spreading, im shivery and the thermometer says 39",
+    "the bite on my arm has gone red and the redness is spreading, and i've got a fever",
+    "temp of 39 and the red patch on her leg keeps spreading",
+    "my dad's diabetic and his big toe has gone black over the last couple of days",
+    "mum is diabetic and her heel smells awful",
+    "two of my toes have turned black since the frostbite",
     # a negation before a comma and a new subject does not reach the flag
     "not going to be around for the review so dont bother booking it, ive written letters to everyone",
     "bleach went in my son's eye",
@@ -308,6 +317,13 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "is it ok to take ibuprofen for my back, im 14 weeks pregnant and its killing me",
     "my back is killing me, can i see the physio this week",
     "the wait is killing me lol",
+    # look-alikes of the spreading infection and the black toe
+    "the redness is spreading a bit but no fever",
+    "the rash is spreading, no temperature though",
+    "my toenail went black after the marathon",
+    "black toenail from running, can a podiatrist look at it?",
+    "my toe has gone a bit red where my shoe rubs",
+    "i'm diabetic and due my yearly foot check",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
