@@ -18,6 +18,10 @@ from citetrace import lay
     ("I'm in a wheelchair, will I be able to get in?", "I'm in a wheelchair (step-free access), will I be able to get in?"),
     ("mum cant manage the stairs", "mum cant manage the stairs (step-free access)"),
     ("if i rock up 15 mins after my slot", "if i arrive 15 mins after my slot"),
+    ("wont be able to make my foot appt next week, hows much warning do yous need?",
+     "cancel my foot appt next week, hows much warning do yous need?"),
+    ("cant make my mole op on the 14th anymore, how much warning do you need",
+     "cancel my mole op on the 14th anymore, how much warning do you need"),
     ("whats the latest i can bail on my appointment without getting dinged",
      "whats the latest i can cancel my appointment without getting charged"),
 ])
@@ -36,6 +40,8 @@ def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading)
     "can you call me back about my results",
     "can I borrow a wheelchair at reception",  # a wheelchair to borrow is no need of step-free access
     "rock climbing injury",
+    "can you make my appointment earlier?",  # making an appointment is no cancelling
+    "i cant make sense of my letter",
     "I will bail out of the car park",
 ])
 def test_look_alikes_are_read_as_written(question):
