@@ -429,7 +429,8 @@ class ExtractiveBackend:
             return not candidate.only_in_list and self._answers(candidate, meaning, vacuous_ok=True) and \
                 not vetoed(rank)
 
-        first_lead = next((claim_id for rank, (claim_id, c) in enumerate(candidates) if answers(rank, c)), None)
+        first_lead = next((claim_id for rank, (claim_id, c) in enumerate(candidates) if answers(rank, c)),
+                          None) if request.feedback else None  # a first attempt has nothing withheld
         withheld = any(item.claim_id == first_lead and "AUTHORITY_MISMATCH" in item.reasons for item in request.feedback)
         same_kind = infer_claim_type(by_id[first_lead].text, by_id[first_lead].source_class, request.intent) \
             if withheld else None
