@@ -43,6 +43,8 @@ class GenerationRequest:
     place_names: tuple[str, ...] = ()
     # Only a lead the backend is confident answers the question (GenerateRequest.confident_only).
     confident_only: bool = False
+    # The names of the caller's other places (GenerateRequest.other_place_names).
+    other_place_names: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass

@@ -113,6 +113,41 @@ class _Candidate:
     only_in_list: bool = False  # touches nothing asked: a candidate only as an item of its whole list
 
 
+def _about_other_places(units: list, breaks: list[int], place_names: tuple[str, ...],
+                        other_names: tuple[str, ...]) -> set[int]:
+    """The positions of the units that speak of another of the caller's clinics, in a passage that
+    speaks of several, the asked one among them: a unit that names another clinic and not the asked
+    one, and the units after it in its paragraph that name none, up to the next that names the asked
+    one ("Cedar Mill has a free patient lot ... Quayside has no lot of its own. There is metered
+    parking on Brackett Street"; "**Ferris Corners.** Park for free ..." beside "**Beaumont Street.**
+    There is no parking at the building"). A passage that never names the asked clinic is left whole:
+    its unnamed sentences may be for every clinic ("At Bayside arrive 30 minutes early. Everywhere
+    else, 15 minutes")."""
+    if not place_names or not other_names:
+        return set()
+    own = [relevance.place_words(n) for n in place_names]
+    # A name of another clinic that says no more than a name of the asked one names that one too.
+    others = tuple(n for n in other_names if not any(relevance.place_words(n) <= words for words in own if words))
+    paragraphs: dict[int, list[int]] = {}
+    for position, unit in enumerate(units):
+        if unit.kind != "table_row":  # rows: ExtractiveGenerator._without_other_places_rows
+            paragraphs.setdefault(bisect.bisect_right(breaks, unit.start), []).append(position)
+    asked = {p: relevance.names_a_place(units[p].text, place_names) for ps in paragraphs.values() for p in ps}
+    if not any(asked.values()):
+        return set()
+    out: set[int] = set()
+    for positions in paragraphs.values():
+        speaking_of_another = False
+        for position in positions:
+            if asked[position]:
+                speaking_of_another = False
+            elif relevance.writes_a_place_name(units[position].text, others):
+                speaking_of_another = True
+            if speaking_of_another:
+                out.add(position)
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
 def question_reading(question: str) -> str:
     """The question as matching reads it: its English gloss when it is bokmål (citetrace.gloss), with
@@ -241,7 +276,11 @@ class ExtractiveBackend:
                                                   request.place_names)
             lists, previous_kind = -1, ""
             breaks = [m.end() for m in _PARAGRAPH_BREAK.finditer(passage.text)]  # where each paragraph begins
-            for position, raw_unit in enumerate(claimtext.units(passage.text)):
+            raw_units = claimtext.units(passage.text)
+            elsewhere = _about_other_places(raw_units, breaks, request.place_names, request.other_place_names)
+            for position, raw_unit in enumerate(raw_units):
+                if position in elsewhere:
+                    continue
                 if raw_unit.kind == "list" and previous_kind != "list":
                     lists += 1
                 previous_kind = raw_unit.kind

@@ -358,7 +358,7 @@ def _name_words(question: str, place_names: tuple[str, ...]) -> set[str]:
     providers and places it names, and of the resolved place names given (as for a named place,
     not the generic words of a name: "Center", "Clinic")."""
     words = {w for entity in named_entities(question) for w in entity.distinctive}
-    words.update(w for name in place_names for w in _place_words(name))
+    words.update(w for name in place_names for w in place_words(name))
     # A resolved place name the question writes out whole names the place with every word of it,
     # the generic ones too: "Street" in "the Quay Street clinic" is no topic, and left in, every
     # sentence naming Quay Street covered "how early should I get to the Quay Street clinic?".
@@ -373,10 +373,26 @@ def _name_words(question: str, place_names: tuple[str, ...]) -> set[str]:
 def names_a_place(text: str, place_names: tuple[str, ...]) -> bool:
     """Whether the text names one of the places (every distinctive word of one of the names)."""
     vocabulary = set(re.findall(r"[\w'-]+", _fold(text)))
-    return any(words and words <= vocabulary for words in map(_place_words, place_names))
+    return any(words and words <= vocabulary for words in map(place_words, place_names))
 
 
-def _place_words(name: str) -> set[str]:
+def writes_a_place_name(text: str, place_names: tuple[str, ...]) -> bool:
+    """Whether the text writes one of the names as a name: its words in order, its distinctive words
+    capitalised ("Quayside has no lot of its own"; not "the main entrance" for a clinic called Main
+    Street)."""
+    for name in place_names:
+        words = re.findall(r"[\w'-]+", name)
+        distinctive = place_words(name)
+        if not distinctive:
+            continue
+        for match in re.finditer(r"(?<![\w'-])" + r"\W+".join(map(re.escape, words)) + r"(?![\w'-])", text, re.IGNORECASE):
+            written = re.findall(r"[\w'-]+", match.group(0))
+            if all(w[:1].isupper() for w in written if _fold(w) in distinctive):
+                return True
+    return False
+
+
+def place_words(name: str) -> set[str]:
     return {w for w in re.findall(r"[\w'-]+", _fold(name)) if w not in _PLACE_GENERIC} - _CAPITALISED_FUNCTION_WORDS
 
 
@@ -430,7 +446,8 @@ _ASKED_THING = re.compile(
     r"|\b(?:is|are)\s+there\s+(?P<there>[^,.;:!?]+)"
     r"|\b(?:can|could|may)\s+(?:i|we)\s+bring\s+(?P<bring>[^,.;:!?]+)"
     r"|\b(?:can|could|may)\s+(?:i|we)\s+(?:borrow|rent|hire)\s+(?P<borrow>[^,.;:!?]+)"
-    r"|\b(?:does|do)\s+(?:the|your|ur|their|this|that)\s+(?:[\w'-]+\s+){1,4}?(?:have|do|take|offer|cover|include|"
+    r"|\b(?:does|do|can|could|will|would)\s+(?:the|your|ur|their|this|that|(?:one|any) of (?:your|ur|the))\s+"
+    r"(?:[\w'-]+\s+){1,4}?(?:have|do|take|offer|cover|include|"
     r"accept|provide)\s+(?P<of_it>[^,.;:!?]+)"
     r"|\b(?:har|tilbyr|gir|tar)\s+dere\s+(?P<har>[^,.;:!?]+)"
     r"|\bfinnes det\s+(?P<finnes>[^,.;:!?]+)"
@@ -509,15 +526,44 @@ def _one_slip(a: str, b: str) -> bool:
 
 def missing_asked_thing(question: str, passage_texts: list[str], place_names: tuple[str, ...] = ()) -> str:
     """The thing an offer or existence question asks for whose informative words occur in no
-    offered passage ("" when there is none)."""
+    offered passage, or, when no word of it is informative alone, not together in one ("" when
+    there is none)."""
     asked = asked_things(question, place_names)
     if not asked:
         return ""
     vocabulary = frozenset().union(*(terms(text) for text in passage_texts))
+    idf = shipped_idf()
     for thing, informative in asked:
         if not all(_mentioned(t, vocabulary) for t in informative):
             return thing
+        phrase = _phrase_stems(thing, place_names)
+        if len(phrase) >= 2 and all(idf.idf(t) < THING_IDF_FLOOR for t in phrase) and \
+                not any(_said_together(phrase, text) for text in passage_texts):
+            return thing
     return ""
+
+
+# A thing none of whose words says much alone ("home visits": a page says "go home" and "your visit"
+# anywhere) is said only where its words are said together: within this many words ("home visits",
+# "visits at home", "visit you at home"; not "go home and rest after your visit").
+PHRASE_WINDOW = 4
+
+
+def _phrase_stems(thing: str, place_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The content stems of an asked-for thing, the generic ones too ("visit" of "home visits"), not
+    its numbers ("my 3 year old")."""
+    names = _name_words(thing, place_names)
+    return tuple(dict.fromkeys(t for t in claimtext.content_stems(thing) if t not in _STOP_STEMS and
+                               t not in _THING_FILLER and t not in names and not t.isdigit()))
+
+
+def _said_together(phrase: tuple[str, ...], text: str) -> bool:
+    said = [claimtext.stem(t) for t in claimtext.tokens(text)]
+    for start in range(len(said)):
+        window = frozenset(said[start:start + PHRASE_WINDOW])
+        if all(covers(t, window) for t in phrase):
+            return True
+    return False
 
 
 def unsaid_words(thing: str, passage_texts: list[str]) -> str:

@@ -41,6 +41,7 @@ def to_domain(request: pb.GenerateRequest) -> GenerationRequest:
         attempt=request.attempt,
         place_names=tuple(request.place_names),
         confident_only=request.confident_only,
+        other_place_names=tuple(request.other_place_names),
     )
 
 

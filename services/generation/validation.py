@@ -29,13 +29,8 @@ def checked(request: GenerationRequest, budget_passages: int, budget_chars: int)
     for name, value in (("budget.max_passages", budget_passages), ("budget.max_chars", budget_chars)):
         if value < 0:
             raise InvalidArgument("INVALID_BUDGET", f"{name} must be >= 0", field=name)
-    if len(request.place_names) > MAX_PLACE_NAMES:
-        raise InvalidArgument("TOO_MANY_PLACE_NAMES", f"{len(request.place_names)} place names; limit {MAX_PLACE_NAMES}",
-                              field="place_names")
-    for i, name in enumerate(request.place_names):
-        if not name.strip() or len(name) > MAX_QUESTION_CHARS:
-            raise InvalidArgument("INVALID_PLACE_NAME", f"place_names[{i}] {preview(name)} must be non-empty text "
-                                  f"of at most {MAX_QUESTION_CHARS} characters", field="place_names")
+    for field, names in (("place_names", request.place_names), ("other_place_names", request.other_place_names)):
+        _check_place_names(field, names)
     seen: set[str] = set()
     for i, passage in enumerate(request.passages):
         if not _LABEL.fullmatch(passage.label):
@@ -45,3 +40,13 @@ def checked(request: GenerationRequest, budget_passages: int, budget_chars: int)
             raise InvalidArgument("DUPLICATE_LABEL", f"passages[{i}].label {passage.label} is offered twice", field="passages.label")
         seen.add(passage.label)
     return dataclasses.replace(request, question=question, attempt=max(1, request.attempt))
+
+
+def _check_place_names(field: str, names: tuple[str, ...]) -> None:
+    if len(names) > MAX_PLACE_NAMES:
+        raise InvalidArgument("TOO_MANY_PLACE_NAMES", f"{len(names)} {field.replace('_', ' ')}; limit {MAX_PLACE_NAMES}",
+                              field=field)
+    for i, name in enumerate(names):
+        if not name.strip() or len(name) > MAX_QUESTION_CHARS:
+            raise InvalidArgument("INVALID_PLACE_NAME", f"{field}[{i}] {preview(name)} must be non-empty text "
+                                  f"of at most {MAX_QUESTION_CHARS} characters", field=field)

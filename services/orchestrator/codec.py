@@ -213,7 +213,7 @@ def generate_pb(request: m.GenerationRequest) -> gen_pb.GenerateRequest:
         feedback=[gen_pb.ClaimFeedback(claim_id=f.claim_id, reasons=[FAILURE_REASON.pb(r) for r in f.reasons],
                                        support=SUPPORT.pb(f.support), message=f.message) for f in request.feedback],
         attempt=request.attempt, place_names=request.place_names,
-        confident_only=request.confident_only)
+        confident_only=request.confident_only, other_place_names=request.other_place_names)
 
 
 def generator_from_pb(g: gen_pb.GeneratorInfo) -> m.GeneratorInfo:

@@ -24,6 +24,13 @@ from citetrace import lay
      "cancel my mole op on the 14th anymore, how much warning do you need"),
     ("whats the latest i can bail on my appointment without getting dinged",
      "whats the latest i can cancel my appointment without getting charged"),
+    ("where am i supposed to leave my car when i go to the downtown office",
+     "where am i supposed to park when i go to the downtown office"),
+    ("is there somewhere to leave the car at the fernridge clinic", "is there somewhere to park at the fernridge clinic"),
+    ("Can one of your audiologists come out to the house to test her hearing?",
+     "Can one of your audiologists do home visits to test her hearing?"),
+    ("do your physios come to the house?", "do your physios do home visits?"),
+    ("could the nurse see him at home", "could the nurse do home visits"),
 ])
 def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading):
     assert lay.clinic_reading(question) == reading
@@ -43,6 +50,10 @@ def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading)
     "can you make my appointment earlier?",  # making an appointment is no cancelling
     "i cant make sense of my letter",
     "I will bail out of the car park",
+    "can i leave my bag in the car during the scan",  # something left in the car, not the car
+    "can I leave the car running at the drop-off zone",
+    "can my son come to the clinic with me",  # coming to the clinic is no home visit
+    "do i have to go home straight after",
 ])
 def test_look_alikes_are_read_as_written(question):
     assert lay.clinic_reading(question) == question

@@ -66,6 +66,31 @@ def test_a_typing_slip_and_an_inflection_still_mention_the_thing():
     assert relevance.missing_asked_thing("Do you offer acupuncture?", READ) == "acupuncture"
 
 
+@pytest.mark.parametrize("question", [
+    "do you guys do home visits for eye or hearing tests",
+    "Can one of your audiologists do home visits to test her hearing?",  # citetrace.lay's reading of "come out to the house"
+    "can the pelvic physio do home visits?",
+])
+def test_a_thing_of_common_words_is_said_only_where_they_are_said_together(question):
+    """Four probes by four authors asked for a home visit and were answered with a sentence saying
+    "home" and "visit" apart ("go home after your visit"): neither word says much alone."""
+    apart = ["Please go home and rest after your visit.", "Eye exams are by appointment only."]
+    assert relevance.missing_asked_thing(question, apart) == "home visits"
+    for said in ("We offer home visits for housebound patients.", "Our nurses can visit you at home."):
+        assert relevance.missing_asked_thing(question, [*apart, said]) == ""
+
+
+def test_a_number_of_the_thing_is_no_word_to_say_together():
+    """Morven q18: "can i bring my 3 year old" is said by "Babies under one year old can come in"."""
+    said = ["Babies under one year old can come into the room with you."]
+    assert relevance.missing_asked_thing("can i bring my 3 year old with me?", said) == ""
+
+
+def test_a_thing_with_an_informative_word_needs_only_that_word():
+    assert relevance.missing_asked_thing("do you do travel vaccines?", ["Vaccines for travel are given by the nurse."]) == ""
+    assert relevance.missing_asked_thing("Is there an EV charger?", ["An EV bay with a charger is in the lot."]) == ""
+
+
 def test_the_place_asked_about_is_not_the_thing():
     question = "Is there an EV charger at Thornbury Surgery?"
     assert relevance.asked_things(question, ("Thornbury Surgery",)) == [("an EV charger", ("charger", "ev"))]

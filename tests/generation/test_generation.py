@@ -223,6 +223,8 @@ def test_generate_span_carries_no_text(generate):
         (lambda r: r.place_names.extend(["  "]), "INVALID_PLACE_NAME"),
         (lambda r: r.place_names.extend(["x" * 2001]), "INVALID_PLACE_NAME"),
         (lambda r: r.place_names.extend([f"Clinic {i}" for i in range(101)]), "TOO_MANY_PLACE_NAMES"),
+        (lambda r: r.other_place_names.extend(["  "]), "INVALID_PLACE_NAME"),
+        (lambda r: r.other_place_names.extend([f"Clinic {i}" for i in range(101)]), "TOO_MANY_PLACE_NAMES"),
     ],
 )
 def test_bad_input_is_invalid_argument(generate, mutate, reason):

@@ -470,3 +470,62 @@ def test_the_rows_of_other_clinics_do_not_answer_for_the_asked_one(backend):
     anywhere = [c.text for c in backend.generate(GenerationRequest(
         "what time do you open on friday?", "OTHER", (CLINICS,))).claims]
     assert any("Beaumont" in text or "Ferris" in text for text in anywhere), anywhere
+
+
+TWO_CLINICS_PARKING = passage("S1", "Is there parking?",
+                  "Cedar Mill has a free patient lot behind the building, with the entrance off Pellow Lane; two of "
+                  "its fourteen spaces are accessible. Quayside has no lot of its own. There is metered parking on "
+                  "Brackett Street with a two-hour limit, and the municipal lot on Harbour Road is free after 6 pm.")
+CEDAR_MILL = ("Wrenhaven Cedar Mill Clinic", "Cedar Mill", "Fernridge", "Fernridge clinic")
+OTHERS = ("Wrenhaven Quayside Clinic", "Quayside", "Brackett Street")
+
+
+def test_a_paragraph_about_several_clinics_answers_for_the_asked_one_with_its_own_sentences(backend):
+    """Wrenhaven q07: "Quayside has no lot of its own. There is metered parking on Brackett Street" was
+    shown for Cedar Mill (the sentence after another clinic's name speaks of that clinic)."""
+    question = "is there somewhere to park at the fernridge clinic?"
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        question, "ARRIVAL_PREPARATION", (TWO_CLINICS_PARKING,), place_names=CEDAR_MILL, other_place_names=OTHERS)).claims]
+    assert shown and "Pellow Lane" in shown[0], shown
+    assert not any("Quayside" in t or "metered" in t for t in shown), shown
+    # Asked for Quayside, Cedar Mill's sentence is the other clinic's and the unnamed one after Quayside's is its
+    quayside = [c.text for c in backend.generate(GenerationRequest(
+        "where do I park at the Quayside clinic?", "ARRIVAL_PREPARATION", (TWO_CLINICS_PARKING,),
+        place_names=OTHERS, other_place_names=CEDAR_MILL)).claims]
+    assert quayside and not any("Pellow Lane" in t for t in quayside), quayside
+    assert any("metered parking" in t for t in quayside), quayside
+
+
+def test_a_paragraph_per_clinic_answers_for_the_asked_one(backend):
+    """Tamarack q38: "**Ferris Corners.** Park for free ..." was shown for the downtown clinic, whose
+    own paragraph of the same section says where to park."""
+    getting_here = passage("S1", "Getting here", "**Beaumont Street.** There is no parking at the building. The "
+                           "nearest public lot is the municipal lot on Dunmore Avenue, one block north, at $2.50 an "
+                           "hour.\n\n**Ferris Corners.** Park for free in the community centre lot; the clinic door "
+                           "is at the side of the building.")
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "where do I park when I go to the downtown office?", "ARRIVAL_PREPARATION", (getting_here,),
+        place_names=("downtown", "Tamarack Beaumont Street Clinic", "Beaumont Street"),
+        other_place_names=("Tamarack Ferris Corners Clinic", "Ferris Corners"))).claims]
+    assert shown and not any("Ferris" in t or "community centre" in t for t in shown), shown
+
+
+def test_a_paragraph_that_never_names_the_asked_clinic_stays_whole(backend):
+    """"At Bayside ... Everywhere else ...": the unnamed sentence after another clinic's rule may be the
+    rule for every other clinic, the asked one among them."""
+    arriving = passage("S1", "Arriving", "At Bayside, please arrive 30 minutes early for the security check. "
+                       "At every other clinic, please arrive 15 minutes before your appointment.")
+    shown = [c.text for c in backend.generate(GenerationRequest(
+        "how early should I arrive at Northgate?", "ARRIVAL_PREPARATION", (arriving,),
+        place_names=("Northgate Clinic", "Northgate"), other_place_names=("Bayside Clinic", "Bayside"))).claims]
+    assert any("15 minutes" in t for t in shown), shown
+
+
+def test_another_clinics_name_counts_only_written_as_a_name():
+    """A clinic called Main Street is not named by "the main entrance"."""
+    from services.generation.relevance import writes_a_place_name
+
+    assert writes_a_place_name("Quayside has no lot of its own.", ("Quayside",))
+    assert writes_a_place_name("Parking on Brackett Street is metered.", ("Brackett Street",))
+    assert not writes_a_place_name("Use the main entrance and take the lift.", ("Main Street Clinic", "Main"))
+    assert not writes_a_place_name("Parking on brackett street is metered.", ("Brackett Street",))

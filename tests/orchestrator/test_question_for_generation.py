@@ -14,6 +14,7 @@ from services.orchestrator.core.policy_part import MAX_PLACE_NAMES, question_for
 from services.orchestrator.core.routing import Entity, PartPlan
 
 QUARRY = LocationInfo("lar-quarry", "Larchmont Quarry Street Clinic", aliases=("Quarry Street",))
+BAYSIDE = LocationInfo("lar-bayside", "Larchmont Bayside Clinic", aliases=("Bayside", "Harbour Road", "Quarry Street"))
 
 
 def offered(*texts: str) -> tuple[m.LabelledPassage, ...]:
@@ -28,7 +29,7 @@ def plan(question: str) -> PartPlan:
 
 def route(location=QUARRY, surface="quarry street"):
     entities = [Entity("location", surface, location.location_id, 1.0, "exact")] if location else []
-    return SimpleNamespace(location=location, entities=entities)
+    return SimpleNamespace(location=location, entities=entities, clinic_choices=(QUARRY, BAYSIDE))
 
 
 def test_a_resolved_clinic_no_passage_names_is_left_out():
@@ -52,7 +53,7 @@ def test_a_clinic_a_passage_names_stays_and_is_handed_over_as_a_place_name():
 def test_a_place_the_route_did_not_resolve_stays():
     question = "Do you have a clinic in Oslo?"
     asked = question_for_generation(plan(question), route(location=None), offered("Parking is free."))
-    assert asked == (question, ())
+    assert asked == (question, (), ())
 
 
 def test_a_clinic_with_many_aliases_stays_within_the_generators_limit():
@@ -60,3 +61,13 @@ def test_a_clinic_with_many_aliases_stays_within_the_generators_limit():
     asked = question_for_generation(plan("Is Quarry Street open on Sundays?"), route(many), offered("Quarry Street: daily."))
     assert len(asked.place_names) == MAX_PLACE_NAMES
     assert asked.place_names[0] == "quarry street"  # the caller's spelling is never the one cut
+
+
+def test_the_callers_other_clinics_go_over_by_their_names_without_the_resolved_ones():
+    """GenerateRequest.other_place_names: a paragraph about several clinics holds sentences about the
+    others; a name the resolved clinic also goes by ("Quarry Street") is not another's."""
+    asked = question_for_generation(plan("How early should I get to the Quarry Street clinic?"), route(),
+                                    offered("Aim to get to reception about 15 minutes before your appointment time."))
+    assert asked.other_place_names == ("Larchmont Bayside Clinic", "Bayside", "Harbour Road")
+    assert question_for_generation(plan("Do you have a clinic in Oslo?"), route(location=None),
+                                   offered("Parking is free.")).other_place_names == ()

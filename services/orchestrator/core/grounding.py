@@ -103,13 +103,15 @@ class GroundedAnswerer:
         self.max_regenerations = max_regenerations
 
     def answer(self, question: str, intent: Intent, offered: tuple[LabelledPassage, ...], as_of: dt.datetime,
-               calls: Calls, *, place_names: tuple[str, ...] = (), confident_only: bool = False) -> Grounded:
+               calls: Calls, *, place_names: tuple[str, ...] = (), other_place_names: tuple[str, ...] = (),
+               confident_only: bool = False) -> Grounded:
         out = Grounded()
         # Cumulative: a claim rejected in any earlier attempt must not come back in a later one.
         feedback: dict[str, ClaimFeedback] = {}
         for number in range(1, self.max_regenerations + 2):
             request = GenerationRequest(question, intent, offered, self.max_passages, self.max_chars,
-                                        tuple(feedback.values()), number, place_names, confident_only)
+                                        tuple(feedback.values()), number, place_names, confident_only,
+                                        other_place_names)
             try:
                 generated = calls("generation", "generation.generate", self.generation.generate, request)
             except DomainError as err:

@@ -368,6 +368,7 @@ class GenerationRequest:
     attempt: int = 1
     place_names: tuple[str, ...] = ()
     confident_only: bool = False
+    other_place_names: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

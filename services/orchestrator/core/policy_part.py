@@ -117,6 +117,8 @@ class GeneratorQuestion(NamedTuple):
     # The clinic the route resolved, as the text names it and as the tenant does (its name and
     # aliases): GenerateRequest.place_names, where and not what is asked.
     place_names: tuple[str, ...] = ()
+    # The names of the caller's other clinics, when one was resolved: GenerateRequest.other_place_names.
+    other_place_names: tuple[str, ...] = ()
 
 
 def _asked_qualifiers(route: Route) -> frozenset[str]:
@@ -153,7 +155,16 @@ def question_for_generation(plan: PartPlan, route: Route, offered: tuple[Labelle
         question = " ".join(name.sub(" ", question).split())
     known = (route.location.name, route.location.clinic_name, *route.location.aliases)
     place_names = tuple(dict.fromkeys(n for n in (*names, *known) if n.strip()))
-    return GeneratorQuestion(question, place_names[:MAX_PLACE_NAMES])
+    return GeneratorQuestion(question, place_names[:MAX_PLACE_NAMES], _other_place_names(route, place_names))
+
+
+def _other_place_names(route: Route, place_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names and aliases of the caller's clinics other than the resolved one, without a name the
+    resolved clinic also goes by."""
+    own = {n.casefold() for n in place_names}
+    others = (n for c in route.clinic_choices if route.location and c.location_id != route.location.location_id
+              for n in (c.name, c.clinic_name, *c.aliases) if n.strip() and n.casefold() not in own)
+    return tuple(dict.fromkeys(others))[:MAX_PLACE_NAMES]
 
 
 def _words(text: str) -> list[str]:
@@ -311,7 +322,8 @@ class PolicyPart:
         offered = tuple(LabelledPassage(f"S{i}", hit.passage) for i, hit in enumerate(hits, start=1))
         asked = question_for_generation(plan, ctx.route, offered)
         grounded = self.answerer.answer(asked.text, plan.intent, offered, request.as_of, ctx.calls,
-                                        place_names=asked.place_names, confident_only=plan.only_if_answered)
+                                        place_names=asked.place_names, other_place_names=asked.other_place_names,
+                                        confident_only=plan.only_if_answered)
         if route.change is not None and route.location is not None and grounded.unavailable is None:
             grounded = self._location_terms(plan, ctx, found, offered, grounded)
         elif route.location is not None and grounded.unavailable is None:
@@ -352,7 +364,7 @@ class PolicyPart:
             return grounded
         asked = question_for_generation(plan, ctx.route, local)
         own = self.answerer.answer(asked.text, plan.intent, local, ctx.request.as_of, ctx.calls,
-                                   place_names=asked.place_names,
+                                   place_names=asked.place_names, other_place_names=asked.other_place_names,
                                    confident_only=plan.only_if_answered)
         merged = prefer_local(own, grounded)
         return without_overridden(merged, overridden_claims(merged, plan.intent, self._claim_qualifiers(merged)))
@@ -425,7 +437,7 @@ class PolicyPart:
             return grounded
         local = tuple(lp for lp in offered if lp.passage.identity.passage_id in local_ids)
         asked = question_for_generation(plan, ctx.route, local)
-        own = self._local_answer(plan, ctx, asked.text, local, asked.place_names)
+        own = self._local_answer(plan, ctx, asked.text, local, asked)
         tenant_wide = [claim for claim, ids in zip(shown, cites, strict=True) if not ids & local_ids]
         if own is None:
             # The clinic's counterpart of what the answer states: the tenant-wide claims shown,
@@ -435,7 +447,7 @@ class PolicyPart:
             # another adult the parent has named in a signed note"), however differently the
             # question is worded from the clinic's page.
             general = " ".join(claim.text for claim in tenant_wide)
-            own = self._local_answer(plan, ctx, general, local, asked.place_names)
+            own = self._local_answer(plan, ctx, general, local, asked)
         if own is None or (unheard and self._more_precise(plan, grounded, own, local, tenant_wide)):
             return grounded
         return only_local(own, grounded)
@@ -467,10 +479,11 @@ class PolicyPart:
         return [claim for claim in best.generated.claims if claim.claim_id in best.shown and claim.factual]
 
     def _local_answer(self, plan: PartPlan, ctx: PartContext, question: str, local: tuple[LabelledPassage, ...],
-                      place_names: tuple[str, ...]) -> Grounded | None:
+                      asked: GeneratorQuestion) -> Grounded | None:
         """The answer from a clinic's own passages alone (the same generate-and-validate loop), or
         None when it shows no claim about what was asked."""
-        own = self.answerer.answer(question, plan.intent, local, ctx.request.as_of, ctx.calls, place_names=place_names,
+        own = self.answerer.answer(question, plan.intent, local, ctx.request.as_of, ctx.calls,
+                                   place_names=asked.place_names, other_place_names=asked.other_place_names,
                                    confident_only=plan.only_if_answered)
         if own.best is None or not any(self._about_what_was_asked(ctx, own.best, claim)
                                        for claim in own.best.generated.claims):
@@ -615,7 +628,8 @@ class PolicyPart:
 
         def ask(text: str) -> Grounded:
             return self.answerer.answer(text, plan.intent, local, ctx.request.as_of, ctx.calls,
-                                        place_names=asked.place_names, confident_only=plan.only_if_answered)
+                                        place_names=asked.place_names, other_place_names=asked.other_place_names,
+                                        confident_only=plan.only_if_answered)
         own = ask(asked.text)
         if own.unavailable is None and own.best is None and answer:
             # The clinic's counterpart of the answer shown, asked of its own passages, as

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from citetrace.common.v1 import common_pb2 as citetrace_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0citetrace/generation/v1/generation_service.proto\x12\x17\x63itetrace.generation.v1\x1a citetrace/common/v1/common.proto\"8\n\rContextBudget\x12\x14\n\x0cmax_passages\x18\x01 \x01(\x05\x12\x11\n\tmax_chars\x18\x02 \x01(\x05\"\x9d\x01\n\rClaimFeedback\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x33\n\x07reasons\x18\x02 \x03(\x0e\x32\".citetrace.common.v1.FailureReason\x12\x34\n\x07support\x18\x03 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\x12\x0f\n\x07message\x18\x04 \x01(\t\"\xb8\x02\n\x0fGenerateRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12+\n\x06intent\x18\x02 \x01(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x36\n\x08passages\x18\x03 \x03(\x0b\x32$.citetrace.common.v1.LabelledPassage\x12\x36\n\x06\x62udget\x18\x04 \x01(\x0b\x32&.citetrace.generation.v1.ContextBudget\x12\x38\n\x08\x66\x65\x65\x64\x62\x61\x63k\x18\x05 \x03(\x0b\x32&.citetrace.generation.v1.ClaimFeedback\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\x05\x12\x13\n\x0bplace_names\x18\x07 \x03(\t\x12\x16\n\x0e\x63onfident_only\x18\x08 \x01(\x08\"\xc3\x01\n\rGeneratorInfo\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x10\n\x08model_id\x18\x02 \x01(\t\x12\x16\n\x0eprompt_version\x18\x03 \x01(\t\x12\x46\n\x08settings\x18\x04 \x03(\x0b\x32\x34.citetrace.generation.v1.GeneratorInfo.SettingsEntry\x1a/\n\rSettingsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xed\x01\n\x10GenerateResponse\x12*\n\x06\x63laims\x18\x01 \x03(\x0b\x32\x1a.citetrace.common.v1.Claim\x12\x39\n\tgenerator\x18\x02 \x01(\x0b\x32&.citetrace.generation.v1.GeneratorInfo\x12\x18\n\x10passages_offered\x18\x03 \x01(\x05\x12\x15\n\rchars_offered\x18\x04 \x01(\x05\x12\x15\n\rpassages_used\x18\x05 \x01(\x05\x12\x12\n\nchars_used\x18\x06 \x01(\x05\x12\x16\n\x0elabels_offered\x18\x07 \x03(\t2t\n\x11GenerationService\x12_\n\x08Generate\x12(.citetrace.generation.v1.GenerateRequest\x1a).citetrace.generation.v1.GenerateResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0citetrace/generation/v1/generation_service.proto\x12\x17\x63itetrace.generation.v1\x1a citetrace/common/v1/common.proto\"8\n\rContextBudget\x12\x14\n\x0cmax_passages\x18\x01 \x01(\x05\x12\x11\n\tmax_chars\x18\x02 \x01(\x05\"\x9d\x01\n\rClaimFeedback\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x33\n\x07reasons\x18\x02 \x03(\x0e\x32\".citetrace.common.v1.FailureReason\x12\x34\n\x07support\x18\x03 \x01(\x0e\x32#.citetrace.common.v1.SupportVerdict\x12\x0f\n\x07message\x18\x04 \x01(\t\"\xd3\x02\n\x0fGenerateRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12+\n\x06intent\x18\x02 \x01(\x0e\x32\x1b.citetrace.common.v1.Intent\x12\x36\n\x08passages\x18\x03 \x03(\x0b\x32$.citetrace.common.v1.LabelledPassage\x12\x36\n\x06\x62udget\x18\x04 \x01(\x0b\x32&.citetrace.generation.v1.ContextBudget\x12\x38\n\x08\x66\x65\x65\x64\x62\x61\x63k\x18\x05 \x03(\x0b\x32&.citetrace.generation.v1.ClaimFeedback\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\x05\x12\x13\n\x0bplace_names\x18\x07 \x03(\t\x12\x16\n\x0e\x63onfident_only\x18\x08 \x01(\x08\x12\x19\n\x11other_place_names\x18\t \x03(\t\"\xc3\x01\n\rGeneratorInfo\x12\x0f\n\x07\x62\x61\x63kend\x18\x01 \x01(\t\x12\x10\n\x08model_id\x18\x02 \x01(\t\x12\x16\n\x0eprompt_version\x18\x03 \x01(\t\x12\x46\n\x08settings\x18\x04 \x03(\x0b\x32\x34.citetrace.generation.v1.GeneratorInfo.SettingsEntry\x1a/\n\rSettingsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xed\x01\n\x10GenerateResponse\x12*\n\x06\x63laims\x18\x01 \x03(\x0b\x32\x1a.citetrace.common.v1.Claim\x12\x39\n\tgenerator\x18\x02 \x01(\x0b\x32&.citetrace.generation.v1.GeneratorInfo\x12\x18\n\x10passages_offered\x18\x03 \x01(\x05\x12\x15\n\rchars_offered\x18\x04 \x01(\x05\x12\x15\n\rpassages_used\x18\x05 \x01(\x05\x12\x12\n\nchars_used\x18\x06 \x01(\x05\x12\x16\n\x0elabels_offered\x18\x07 \x03(\t2t\n\x11GenerationService\x12_\n\x08Generate\x12(.citetrace.generation.v1.GenerateRequest\x1a).citetrace.generation.v1.GenerateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,13 +39,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLAIMFEEDBACK']._serialized_start=170
   _globals['_CLAIMFEEDBACK']._serialized_end=327
   _globals['_GENERATEREQUEST']._serialized_start=330
-  _globals['_GENERATEREQUEST']._serialized_end=642
-  _globals['_GENERATORINFO']._serialized_start=645
-  _globals['_GENERATORINFO']._serialized_end=840
-  _globals['_GENERATORINFO_SETTINGSENTRY']._serialized_start=793
-  _globals['_GENERATORINFO_SETTINGSENTRY']._serialized_end=840
-  _globals['_GENERATERESPONSE']._serialized_start=843
-  _globals['_GENERATERESPONSE']._serialized_end=1080
-  _globals['_GENERATIONSERVICE']._serialized_start=1082
-  _globals['_GENERATIONSERVICE']._serialized_end=1198
+  _globals['_GENERATEREQUEST']._serialized_end=669
+  _globals['_GENERATORINFO']._serialized_start=672
+  _globals['_GENERATORINFO']._serialized_end=867
+  _globals['_GENERATORINFO_SETTINGSENTRY']._serialized_start=820
+  _globals['_GENERATORINFO_SETTINGSENTRY']._serialized_end=867
+  _globals['_GENERATERESPONSE']._serialized_start=870
+  _globals['_GENERATERESPONSE']._serialized_end=1107
+  _globals['_GENERATIONSERVICE']._serialized_start=1109
+  _globals['_GENERATIONSERVICE']._serialized_end=1225
 # @@protoc_insertion_point(module_scope)

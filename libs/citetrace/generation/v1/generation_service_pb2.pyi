@@ -28,7 +28,7 @@ class ClaimFeedback(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., reasons: _Optional[_Iterable[_Union[_common_pb2.FailureReason, str]]] = ..., support: _Optional[_Union[_common_pb2.SupportVerdict, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class GenerateRequest(_message.Message):
-    __slots__ = ("question", "intent", "passages", "budget", "feedback", "attempt", "place_names", "confident_only")
+    __slots__ = ("question", "intent", "passages", "budget", "feedback", "attempt", "place_names", "confident_only", "other_place_names")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,7 @@ class GenerateRequest(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     PLACE_NAMES_FIELD_NUMBER: _ClassVar[int]
     CONFIDENT_ONLY_FIELD_NUMBER: _ClassVar[int]
+    OTHER_PLACE_NAMES_FIELD_NUMBER: _ClassVar[int]
     question: str
     intent: _common_pb2.Intent
     passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.LabelledPassage]
@@ -45,7 +46,8 @@ class GenerateRequest(_message.Message):
     attempt: int
     place_names: _containers.RepeatedScalarFieldContainer[str]
     confident_only: bool
-    def __init__(self, question: _Optional[str] = ..., intent: _Optional[_Union[_common_pb2.Intent, str]] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.LabelledPassage, _Mapping]]] = ..., budget: _Optional[_Union[ContextBudget, _Mapping]] = ..., feedback: _Optional[_Iterable[_Union[ClaimFeedback, _Mapping]]] = ..., attempt: _Optional[int] = ..., place_names: _Optional[_Iterable[str]] = ..., confident_only: _Optional[bool] = ...) -> None: ...
+    other_place_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, question: _Optional[str] = ..., intent: _Optional[_Union[_common_pb2.Intent, str]] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.LabelledPassage, _Mapping]]] = ..., budget: _Optional[_Union[ContextBudget, _Mapping]] = ..., feedback: _Optional[_Iterable[_Union[ClaimFeedback, _Mapping]]] = ..., attempt: _Optional[int] = ..., place_names: _Optional[_Iterable[str]] = ..., confident_only: _Optional[bool] = ..., other_place_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GeneratorInfo(_message.Message):
     __slots__ = ("backend", "model_id", "prompt_version", "settings")
