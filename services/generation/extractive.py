@@ -439,9 +439,15 @@ class ExtractiveBackend:
         candidates = self.candidates(request)
         # Nor does evidence that never mentions the thing asked for (signal 3), unless a unit says it
         # in other words ("translators" answered by "Interpreters").
-        missing = relevance.missing_asked_thing(request.question, read, request.place_names)
-        if missing and not self._says_in_other_words(relevance.unsaid_words(missing, read), candidates, meaning):
-            return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
+        # Read with the lay phrase list (a house call asked for as "come out to the house" is a home visit).
+        missing = relevance.missing_asked_thing(lay.clinic_reading(request.question), read, request.place_names)
+        if missing:
+            # A unit with every word of the thing apart does not say it in other words either: it reads
+            # near the thing by those very words ("Most first visits end with ... a home program").
+            others = [(i, c) for i, c in candidates if not relevance.says_apart(missing, c.matched, request.place_names)]
+            if not self._says_in_other_words(relevance.unsaid_words(missing, read), others, meaning):
+                return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
+            candidates = others  # and it answers nothing about the thing: it may not lead
         by_id = dict(candidates)
         excluded_ids: set[str] = set()
         excluded_labels: set[str] = set()

@@ -557,6 +557,16 @@ def _phrase_stems(thing: str, place_names: tuple[str, ...]) -> tuple[str, ...]:
                                t not in _THING_FILLER and t not in names and not t.isdigit()))
 
 
+def says_apart(thing: str, text: str, place_names: tuple[str, ...] = ()) -> bool:
+    """Whether the text has every word of a thing of two or more words, but not together ("Most first
+    visits end with ... a home program" for "home visits"): it does not say the thing, in any words."""
+    phrase = _phrase_stems(thing, place_names)
+    if len(phrase) < 2:
+        return False
+    words = frozenset(_STEM(t) for t in claimtext.tokens(text))
+    return all(covers(t, words) for t in phrase) and not _said_together(phrase, text)
+
+
 def _said_together(phrase: tuple[str, ...], text: str) -> bool:
     said = [claimtext.stem(t) for t in claimtext.tokens(text)]
     for start in range(len(said)):

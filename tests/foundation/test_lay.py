@@ -31,6 +31,11 @@ from citetrace import lay
      "Can one of your audiologists do home visits to test her hearing?"),
     ("do your physios come to the house?", "do your physios do home visits?"),
     ("could the nurse see him at home", "could the nurse do home visits"),
+    # an adult brought along is a companion
+    ("can my husband come in the room with me? i get really nervous", "can a companion come in the room with me? i get really nervous"),
+    ("can my husband and my sister both come in with me at the Port Ellery clinic?",
+     "can a companion both come in with me at the Port Ellery clinic?"),
+    ("can i bring my mum along to the scan", "can i bring a companion along to the scan"),
 ])
 def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading):
     assert lay.clinic_reading(question) == reading
@@ -54,6 +59,10 @@ def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading)
     "can I leave the car running at the drop-off zone",
     "can my son come to the clinic with me",  # coming to the clinic is no home visit
     "do i have to go home straight after",
+    "my husband will come to the house to pick me up",  # no clinic's home visit
+    "my husband is driving me home",  # the companion doing something else
+    "can my wife book for me",
+    "can i bring my 3 year old with me",  # a child: rules of their own
 ])
 def test_look_alikes_are_read_as_written(question):
     assert lay.clinic_reading(question) == question

@@ -117,6 +117,17 @@ def test_a_unit_that_says_the_thing_in_other_words_still_answers(meaning):
     assert generated.claims and "Interpreters" in generated.claims[0].text
 
 
+def test_a_unit_with_the_things_words_apart_does_not_say_it_in_other_words(meaning):
+    """Harrowgate q37: "Most first visits end with a short treatment and a home program" read near "home
+    visits" by those very words and answered "do your physios come to the house?"."""
+    apart = (passage("S1", "Your first visit", "Most first visits end with a short treatment and a home program."),)
+    question = "do your physios come to the house? my dad cant drive since his hip op"
+    assert meaning.generate(GenerationRequest(question, "OTHER", apart)).claims == []
+    said = (*apart, passage("S2", "Home physio", "If you are housebound, a physiotherapist can see you in your own home."))
+    answered = meaning.generate(GenerationRequest(question, "OTHER", said)).claims
+    assert answered and "own home" in answered[0].text, [c.text for c in answered]
+
+
 def test_a_price_table_does_not_answer_for_a_service_it_does_not_list(meaning):
     generated = meaning.generate(GenerationRequest("Do you offer teeth whitening, and how much does it cost?",
                                                    "OTHER", PASSAGES))

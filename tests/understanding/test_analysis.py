@@ -144,6 +144,24 @@ def test_a_follow_up_that_only_points_back_is_read_with_its_clause(analyzer):
     assert "follow-up of clause 1" in analysis.clauses[1].boundary_source
 
 
+def test_a_feeling_about_the_visit_after_its_question_is_that_questions_context(analyzer):
+    """Aspenridge q24: "i get really nervous" read alone as clinical (emergency 0.63, clinical 0.37) put the
+    whole question about a companion behind the clinical boundary."""
+    analysis = analyzer.analyze("can my husband come in the room with me? i get really nervous")
+    assert analysis.in_scope and not analysis.emergency
+    assert [c.boundary for c in analysis.clauses] == ["logistics", "logistics"]
+    assert "context of clause 1" in analysis.clauses[1].boundary_source
+
+
+@pytest.mark.parametrize("question", [
+    "can i move my appointment to friday? i feel faint",  # a symptom now, not a feeling about the visit
+    "can i move my appointment to friday? i get nervous and then my chest hurts",
+])
+def test_a_symptom_after_a_question_is_not_read_down_as_a_feeling(analyzer, question):
+    analysis = analyzer.analyze(question)
+    assert not analysis.in_scope, [(c.text, c.boundary, c.boundary_source) for c in analysis.clauses]
+
+
 @pytest.mark.parametrize("clause,leans", [
     ("how many times can i do that", True),
     ("is that ok?", True),

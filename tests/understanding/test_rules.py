@@ -438,3 +438,18 @@ def test_advice_beside_money_is_not_only_money(text):
 ])
 def test_a_price_is_no_booking_unless_it_asks_to_book(text, price):
     assert RULES.asks_price_not_booking(fold(text)) is price
+
+
+@pytest.mark.parametrize("text,feeling", [
+    ("i get really nervous", True),
+    ("He's the nervous type lol", True),
+    ("I get woozy with needles", True),
+    ("she is scared of needles", True),
+    ("i feel faint", False),  # a symptom, not a feeling about the visit
+    ("i get woozy", False),
+    ("i get nervous and have chest pain", False),
+    ("i have been feeling anxious since this morning", False),
+    ("i am anxious about my biopsy results, are they bad?", False),
+])
+def test_only_a_feeling_about_the_visit(text, feeling):
+    assert RULES.only_a_feeling(fold(text)) is feeling

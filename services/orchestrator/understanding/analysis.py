@@ -190,17 +190,23 @@ class QuestionAnalyzer:
                                t_boundary: float) -> list[ClauseAnalysis]:
         """A statement the model called clinical ("I take insulin for diabetes.") right before a
         logistics question is context of that question when the two read together are logistics
-        (the model on their joint span: "... How do I prepare for my CT?"). A clinical rule on the
-        statement, or a question form, keeps it clinical."""
+        (the model on their joint span: "... How do I prepare for my CT?"); so is one right after a
+        logistics question that says nothing but how the patient feels about the visit ("can my
+        husband come in the room with me? i get really nervous"; rules.only_a_feeling). A clinical
+        rule on the statement, or a question form, keeps it clinical; an emergency is never read down."""
         out = list(results)
-        for i in range(len(out) - 1):
-            clause, following = out[i], out[i + 1]
-            if clause.boundary != CLINICAL or clause.boundary_source != "model" or following.boundary != LOGISTICS:
+        for i, clause in enumerate(results):
+            if clause.boundary != CLINICAL or clause.boundary_source != "model":
                 continue
             if not is_statement(clause.text) or self.rules.check_clinical(fold(clause.text)) is not None:
                 continue
-            out[i] = self._context_if_read_together(clause, encoded, clause.start, following.end, t_emergency,
-                                                    t_boundary, f"context of clause {i + 2}")
+            after = (i - 1,) if self.rules.only_a_feeling(fold(clause.text)) else ()
+            for j in (i + 1, *after):  # the question it leads into first, else the one a feeling follows
+                if 0 <= j < len(results) and results[j].boundary == LOGISTICS and (j == i + 1 or not is_statement(results[j].text)):
+                    start, end = min(clause.start, results[j].start), max(clause.end, results[j].end)
+                    out[i] = self._context_if_read_together(clause, encoded, start, end, t_emergency, t_boundary,
+                                                            f"context of clause {j + 1}")
+                    break
         return out
 
     def _follow_ups_read_with_their_clause(self, results: list[ClauseAnalysis], encoded, t_emergency: float,

@@ -61,6 +61,13 @@ class BoundaryRules:
     # A question of price, and the words that make it a booking after all.
     price_asks: tuple[re.Pattern[str], ...] = ()
     price_unless: tuple[re.Pattern[str], ...] = ()
+    # A clause that only says how the patient feels about the visit ("i get really nervous").
+    feeling_aside: tuple[re.Pattern[str], ...] = ()
+
+    def only_a_feeling(self, text: str) -> bool:
+        """`text`: a folded clause. Whether it says nothing but how someone feels about the visit
+        (nervous, anxious, squeamish about needles) and no clinical rule matches it."""
+        return any(p.fullmatch(text.strip(" .!,;:")) for p in self.feeling_aside) and self.check_clinical(text) is None
 
     def check_emergency(self, text: str) -> EmergencyCheck:
         """`text`: a folded clause. Every match of every red flag is looked at; the first that is
@@ -151,4 +158,5 @@ def load_rules(path: Path = RULES_FILE) -> BoundaryRules:
         money_unless=patterns(raw.get("money_question", {}).get("unless", [])),
         price_asks=patterns(raw.get("price_not_booking", {}).get("asks", [])),
         price_unless=patterns(raw.get("price_not_booking", {}).get("unless", [])),
+        feeling_aside=patterns(raw.get("feeling_aside", [])),
     )
