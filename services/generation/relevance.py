@@ -558,13 +558,15 @@ def _phrase_stems(thing: str, place_names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def says_apart(thing: str, text: str, place_names: tuple[str, ...] = ()) -> bool:
-    """Whether the text has every word of a thing of two or more words, but not together ("Most first
-    visits end with ... a home program" for "home visits"): it does not say the thing, in any words."""
+    """Whether the text has a word of a thing of two or more words, but not the thing's words together
+    ("Most first visits end with ... a home program", "most patients leave their first visit with two
+    or three exercises" for "home visits"): it reads near the thing by that word, and says it in no
+    words."""
     phrase = _phrase_stems(thing, place_names)
     if len(phrase) < 2:
         return False
     words = frozenset(_STEM(t) for t in claimtext.tokens(text))
-    return all(covers(t, words) for t in phrase) and not _said_together(phrase, text)
+    return any(covers(t, words) for t in phrase) and not _said_together(phrase, text)
 
 
 def _said_together(phrase: tuple[str, ...], text: str) -> bool:

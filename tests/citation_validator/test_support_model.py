@@ -44,6 +44,10 @@ def conflicts(claim: str, evidence: str) -> list[str]:
     ("The US Army bought it.", "The United States Army bought it."),
     ("Over fifty films were made.", "More than 50 films were made."),
     ("Arrive 15 minutes early.", "Please arrive fifteen minutes early."),
+    # a clock time whose "p.m." has dots: the clause cut at the dot read 8:30 as the morning (Cedarbrook q01)
+    ("Please arrive at 8:30 p.m. and use the after-hours entrance.",
+     "Sleep studies run on weeknights. Please arrive at 8:30 p.m. and use the after-hours entrance. "
+     "This replaces the usual 15-minute check-in rule."),
 ])
 def test_faithful_restatements_raise_no_conflict(claim, evidence):
     assert [k for k in conflicts(claim, evidence) if k in {"quantity", "name"}] == []
@@ -55,6 +59,8 @@ def test_faithful_restatements_raise_no_conflict(claim, evidence):
     ("It was reported on 16 January 2019.", "Reported Tue 15 Jan 2019.", "quantity"),
     ("Please arrive 30 minutes early.", "Please arrive 15 minutes early.", "quantity"),
     ("Cancel 24 days ahead.", "Cancel 24 hours ahead.", "quantity"),
+    ("Please arrive at 9:30 p.m. and ring the bell.", "Please arrive at 8:30 p.m. and ring the bell.", "quantity"),
+    ("Please arrive at 8:30 a.m. and ring the bell.", "Please arrive at 8:30 p.m. and ring the bell.", "quantity"),
     ("Walk-ins are not available at Northside Clinic.", "Walk-ins are not available at Northgate Clinic.", "name"),
     ("You must not eat before the scan.", "You must eat before the scan.", "negation"),
     ("Only MRI patients must arrive early.", "MRI patients must arrive early.", "qualifier"),

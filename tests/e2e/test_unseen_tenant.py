@@ -339,3 +339,50 @@ def test_a_dying_toe_and_a_spreading_infection_with_fever_are_emergencies(penhal
     answer = penhallow.ask(question, tenant=PENHALLOW)
     assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
     assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)
+
+
+JUNIPER = "juniper"
+TAMARACK = "tamarack"
+
+
+@pytest.fixture(scope="module")
+def juniper(stack):
+    return loaded(stack, HERE / JUNIPER, HERE / "juniper-slots.yaml")
+
+
+@pytest.fixture(scope="module")
+def tamarack(stack):
+    return loaded(stack, HERE / TAMARACK, HERE / "tamarack-slots.yaml")
+
+
+def test_a_tenant_wide_sentence_that_names_the_clinic_is_the_clinics_own_rule(juniper):
+    """Juniper q32: "At the Oakfield clinic you can use the Oakfield Shopping Centre car park, which is free
+    for the first 3 hours" (the group's visiting page) was replaced by the Oakfield page's "medical card
+    holders are seen free of charge", as if no claim shown were the clinic's."""
+    part = policy_part(juniper.ask("Is the parking free at the shopping centre clinic?", tenant=JUNIPER))
+    assert part.outcome == c.PART_OUTCOME_ANSWERED, part.answer_text
+    assert any("3 hours" in claim.text for claim in part.claims), [claim.text for claim in part.claims]
+
+
+def test_another_clinics_paragraph_of_the_same_section_does_not_answer_for_the_asked_one(tamarack):
+    """Tamarack q38: "**Ferris Corners.** Park for free ..." was shown for the downtown (Beaumont Street)
+    office, whose own paragraph of the section says there is no parking at the building."""
+    response = tamarack.ask("where am i supposed to leave my car when i go to the downtown office", tenant=TAMARACK)
+    shown = [claim.text for part in response.parts for claim in part.claims]
+    assert shown and not any("Ferris" in text or "community centre" in text for text in shown), shown
+    assert any("Beaumont Street" in text for text in shown), shown
+
+
+def test_a_home_visit_asked_for_in_lay_words_is_not_answered_by_a_home_program(harrowgate):
+    """Four probes asked for a home visit ("do your physios come to the house?"); none of their clinics
+    makes one, and each was answered with a sentence saying "home" and "visit" apart."""
+    response = harrowgate.ask("do your physios come to the house? my dad cant drive since his hip op", tenant=HARROWGATE)
+    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in response.parts), \
+        [(p.outcome, p.answer_text) for p in response.parts]
+
+
+def test_a_feeling_about_the_visit_does_not_put_the_question_behind_the_boundary(aspenridge):
+    """Aspenridge q24: "i get really nervous" after a question about a companion got the clinical boundary."""
+    response = aspenridge.ask("can my husband come in the room with me? i get really nervous", tenant=ASPENRIDGE)
+    assert not any(p.outcome == c.PART_OUTCOME_OUT_OF_SCOPE for p in response.parts), \
+        [(p.outcome, p.answer_text) for p in response.parts]

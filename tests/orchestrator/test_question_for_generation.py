@@ -71,3 +71,10 @@ def test_the_callers_other_clinics_go_over_by_their_names_without_the_resolved_o
     assert asked.other_place_names == ("Larchmont Bayside Clinic", "Bayside", "Harbour Road")
     assert question_for_generation(plan("Do you have a clinic in Oslo?"), route(location=None),
                                    offered("Parking is free.")).other_place_names == ()
+
+
+def test_a_clinic_is_named_by_a_name_with_a_word_of_its_own_written_whole():
+    oakfield = LocationInfo("jun-oakfield", "Juniper Oakfield Clinic", aliases=("Oakfield", "the shopping centre clinic"))
+    assert oakfield.named_in("At the Oakfield clinic you can use the car park, which is free for the first 3 hours.")
+    assert not oakfield.named_in("Both clinics are wheelchair accessible.")  # only generic words
+    assert not oakfield.named_in("The shopping centre is closed on Sundays.")  # a part of a name

@@ -595,7 +595,11 @@ def check(claim: str, evidence: list[str], context: str = "", clause_floor: floa
     conversions = _conversions(claim_qs, claim)
     all_evidence_qs = tuple(q for s in evidence for q in quantities(s))
     for clause in clauses(claim, polarity=True) or [claim]:
-        wanted = [q for q in quantities(clause)]
+        # The claim's own quantities that fall in the clause, read in the whole claim: a clause cut at
+        # the dot of "8:30 p.m." reads 8:30 alone as the morning.
+        offset = claim.find(clause)
+        wanted = [(i, cq) for i, cq in enumerate(claim_qs) if offset <= cq.start + (cq.text[:1].isspace())
+                  < offset + len(clause)] if offset >= 0 else [(-1, q) for q in quantities(clause)]
         if not wanted:
             continue
         words = {w for w in content(clause) if not w[0].isdigit()}
@@ -603,10 +607,8 @@ def check(claim: str, evidence: list[str], context: str = "", clause_floor: floa
         best = max(overlaps) if words and overlaps else 0
         pool = [s for (s, _), n in zip(sentence_sets, overlaps, strict=True) if best and n == best] or evidence
         pool_qs = tuple(q for s in pool for q in quantities(s))
-        offset = claim.find(clause)
-        for q in wanted:
+        for index, q in wanted:
             report.quantities += 1
-            index = next((i for i, cq in enumerate(claim_qs) if cq.start == q.start + offset and cq.text == q.text), -1)
             if index in conversions and quantity_supported(claim_qs[index - 1], all_evidence_qs):
                 continue
             if quantity_supported(q, pool_qs):

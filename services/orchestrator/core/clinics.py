@@ -30,6 +30,16 @@ class LocationInfo:
     def display_name(self) -> str:
         return self.name or self.clinic_name or self.location_id
 
+    def named_in(self, text: str) -> bool:
+        """Whether the text writes one of the clinic's names word for word, a name with a word of its own
+        (not only generic ones: "the clinic")."""
+        written = f" {' '.join(words(text))} "
+        for name in (self.name, self.clinic_name, *self.aliases):
+            name_words = words(name)
+            if set(name_words) - GENERIC_WORDS and f" {' '.join(name_words)} " in written:
+                return True
+        return False
+
 
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())

@@ -430,9 +430,13 @@ class PolicyPart:
         local_ids = self._scoped_to_the_location(ctx, found, offered, "own rule")
         shown = self._shown_factual(best)
         cites = [{c.passage_id for c in best.by_claim[claim.claim_id].citations} for claim in shown]
-        general_only = any(not ids & local_ids for ids in cites)
+        # A claim that names the clinic is its own, whatever page states it ("At the Oakfield clinic you can
+        # use the Oakfield Shopping Centre car park" on the tenant-wide visiting page).
+        the_clinics = [bool(ids & local_ids) or ctx.route.location.named_in(claim.text)
+                       for claim, ids in zip(shown, cites, strict=True)]
+        general_only = not all(the_clinics)
         mixed = general_only and any(ids <= local_ids for ids in cites)
-        unheard = bool(local_ids) and all(not ids & local_ids for ids in cites)
+        unheard = bool(local_ids) and not any(the_clinics)
         if not (mixed or unheard):
             return grounded
         local = tuple(lp for lp in offered if lp.passage.identity.passage_id in local_ids)
