@@ -457,6 +457,7 @@ class ExtractiveBackend:
             excluded_ids.add(item.claim_id)
             if set(item.reasons) & _PASSAGE_REASONS and item.claim_id in by_id:
                 excluded_labels.update(by_id[item.claim_id].labels)
+        excluded_ids |= self._refused_alike(request, candidates)
         claims: list[Claim] = []
         top = None
         if request.confident_only and (not meaning or self.lead_gate is None):
@@ -546,6 +547,21 @@ class ExtractiveBackend:
             if len(claims) >= self.max_claims:
                 break
         return Generated(claims, MODEL_ID, self._prompt_version(meaning), self.settings())
+
+    @staticmethod
+    def _refused_alike(request: GenerationRequest, candidates: list[tuple[str, _Candidate]]) -> set[str]:
+        """The claims the validator will refuse as it refused one before: the source policy is a matter of
+        the claim's kind and its source's class, so once a handbook's arrival rule was withheld for
+        AUTHORITY_MISMATCH, every other arrival rule of a handbook will be too. Left in, one led the next
+        attempt or vouched for a lead's amount and was withheld in turn (Cedarbrook q07: "Our travel
+        nurses work to a tight schedule ..." shown alone for "how early should I arrive?", its paragraph's
+        "more than 10 minutes late" withheld)."""
+        by_id = dict(candidates)
+        refused = {(infer_claim_type(c.text, c.source_class, request.intent), c.source_class)
+                   for item in request.feedback if "AUTHORITY_MISMATCH" in item.reasons
+                   and (c := by_id.get(item.claim_id)) is not None}
+        return {claim_id for claim_id, c in candidates
+                if (infer_claim_type(c.text, c.source_class, request.intent), c.source_class) in refused} if refused else set()
 
     def _says_in_other_words(self, thing: str, candidates: list[tuple[str, _Candidate]], meaning: bool) -> bool:
         """Whether some unit says the thing asked for in other words: the thing's unsaid words

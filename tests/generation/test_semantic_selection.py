@@ -416,7 +416,8 @@ def test_the_lay_reading_is_named_in_the_settings(backend):
 ARRIVING = passage("S1", "Arriving", "Please arrive 10 minutes before your appointment time and check in at reception.")
 NOTICE = passage("S2", "Interpreters", "Please ask when you book, at least two working days before the appointment, "
                  "so that we have time to arrange one.")
-ALSO_ARRIVING = passage("S3", "Checking in", "Arrive ten minutes before your appointment so that you can check in.")
+ALSO_ARRIVING = passage("S3", "Checking in", "Arrive ten minutes before your appointment so that you can check in.",
+                        "scheduling_policy")
 
 
 def _withheld(backend, question: str, passages) -> tuple[list[str], list[str]]:
@@ -439,6 +440,16 @@ def test_a_withheld_lead_is_not_replaced_by_an_answer_to_another_question(backen
 def test_a_withheld_lead_is_replaced_by_a_claim_of_its_kind(backend):
     first, second = _withheld(backend, "how early should I come for my appointment?", (ARRIVING, NOTICE, ALSO_ARRIVING))
     assert second and "minutes before your appointment" in second[0] and second[0] != first[0], (first, second)
+
+
+def test_a_claim_the_source_policy_refuses_alike_is_not_offered_again(backend):
+    """Cedarbrook q07: the handbook's arrival rule was withheld, and the next attempt led with another
+    handbook sentence whose paragraph's arrival rule (the amount it was chosen for) was withheld in turn.
+    Whatever the same kind of claim from the same class of source says, the source policy refuses it."""
+    same_class = passage("S3", "Checking in", "Arrive ten minutes before your appointment so that you can check in.")
+    first, second = _withheld(backend, "how early should I come for my appointment?", (ARRIVING, NOTICE, same_class))
+    assert "minutes before your appointment" in first[0] and len(first) == 2, first  # two handbook arrival rules
+    assert second == [], second
 
 
 def test_a_follower_withheld_for_authority_does_not_change_what_may_lead(backend):
