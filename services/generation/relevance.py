@@ -93,8 +93,10 @@ _PRICE_KIND = _stems("price prices priced pricing self private privately pocket 
 KIND_WORDS = frozenset().union(*INTENT_WORDS.values(), _PRICE_KIND)
 # A place noun ends a place name; these words of a place name are not distinctive on their own.
 _PLACE_NOUNS = ("clinic", "center", "centre", "hospital", "street", "practice", "surgery")
+# Words of a place's name that name no place alone; "one" of a nickname ("the hospital one", "the town
+# centre one": Morven's "One adult may come in with you" read as naming its hospital ward).
 _PLACE_GENERIC = frozenset({"clinic", "center", "centre", "hospital", "street", "practice", "surgery", "family",
-                            "imaging", "medical", "health", "main", "the", "at", "of"})
+                            "imaging", "medical", "health", "main", "the", "at", "of", "one", "ones", "by", "near"})
 _NAME_FUNCTION_WORDS = frozenset({"the", "at", "of", "on", "in", "and"})
 _CAP = r"[A-ZÆØÅÀ-ÖØ-Þ][\w'-]*"
 _TITLED = re.compile(rf"\b(?:Dr\.?|Doctor)\s+({_CAP}(?:\s+{_CAP})*)")

@@ -540,3 +540,12 @@ def test_another_clinics_name_counts_only_written_as_a_name():
     assert writes_a_place_name("Parking on Brackett Street is metered.", ("Brackett Street",))
     assert not writes_a_place_name("Use the main entrance and take the lift.", ("Main Street Clinic", "Main"))
     assert not writes_a_place_name("Parking on brackett street is metered.", ("Brackett Street",))
+
+
+def test_a_nicknames_one_names_no_place():
+    """Morven's ward goes by "the hospital one": "One adult may come in with you" does not name it."""
+    from services.generation.relevance import names_a_place
+
+    ward = ("Morven Ward 9, Drumcaskie Royal Infirmary", "Ward 9", "the hospital one")
+    assert not names_a_place("One adult may come in with you, and that includes the scan room.", ward)
+    assert names_a_place("Children under 16 can't come into Ward 9 at all.", ward)
