@@ -464,7 +464,7 @@ class ExtractiveBackend:
             # A confident lead is the lead model's judgement; without it (no similarity, a question
             # that does not read as English) nothing is confident.
             return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
-        vetoed = self._lead_veto(request, candidates) if meaning else (lambda _rank: False)
+        vetoed = self._lead_veto(request, candidates, request.confident_only) if meaning else (lambda _rank: False)
 
         # A claim the validator withheld because its source may not state that kind of rule (a handbook,
         # an arrival rule) is replaced as the lead only by a claim of the same kind: the next unit near
@@ -480,12 +480,16 @@ class ExtractiveBackend:
         withheld = any(item.claim_id == first_lead and "AUTHORITY_MISMATCH" in item.reasons for item in request.feedback)
         same_kind = infer_claim_type(by_id[first_lead].text, by_id[first_lead].source_class, request.intent) \
             if withheld else None
+        # And it is a second choice: shown only when the lead model is confident it answers (Tōtara q03: "If
+        # you're really uncomfortable you can let a little out" led "how early do I need to arrive?" once
+        # the handbook's arrival rule was withheld).
+        unsure = self._lead_veto(request, candidates, True) if withheld and meaning else (lambda _rank: False)
 
         def may_lead(rank: int, claim_id: str, candidate: _Candidate) -> bool:
             # True and cited is not enough: the answer's lead claim must cover the question (in words,
             # or in meaning; relevance.py, signal 1) and pass the learned veto (lead.py); the claims
             # after it qualify it.
-            return claim_id not in excluded_ids and answers(rank, candidate) and \
+            return claim_id not in excluded_ids and answers(rank, candidate) and not unsure(rank) and \
                 (same_kind is None or
                  infer_claim_type(candidate.text, candidate.source_class, request.intent) == same_kind) and \
                 any(label in offered and label not in excluded_labels for label in candidate.labels)
@@ -617,13 +621,14 @@ class ExtractiveBackend:
                                     infer_claim_type(item.text, item.source_class, request.intent)))
         return claims
 
-    def _lead_veto(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]]):
-        """rank -> whether the learned veto refuses that candidate as the lead (never without a gate)."""
+    def _lead_veto(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]], confident: bool):
+        """rank -> whether the learned veto refuses that candidate as the lead (never without a gate), at
+        its confident operating point when `confident`."""
         gate = self.lead_gate
         if gate is None or not candidates:
             return lambda _rank: False
         best = max(c.score for _, c in candidates)
-        threshold = gate.confident_threshold if request.confident_only else gate.threshold
+        threshold = gate.confident_threshold if confident else gate.threshold
         terms = None
 
         def vetoed(rank: int) -> bool:

@@ -386,3 +386,27 @@ def test_a_feeling_about_the_visit_does_not_put_the_question_behind_the_boundary
     response = aspenridge.ask("can my husband come in the room with me? i get really nervous", tenant=ASPENRIDGE)
     assert not any(p.outcome == c.PART_OUTCOME_OUT_OF_SCOPE for p in response.parts), \
         [(p.outcome, p.answer_text) for p in response.parts]
+
+
+TOTARA = "totara"
+
+
+@pytest.fixture(scope="module")
+def totara(stack):
+    return loaded(stack, HERE / TOTARA, HERE / "totara-slots.yaml")
+
+
+def test_purple_spots_that_do_not_fade_when_pressed_with_a_fever_are_an_emergency(totara):
+    """The Tōtara probe's first run (held out) offered a GP booking for it (boundary-rules .23)."""
+    answer = totara.ask("sorry to bother you, my 15yo has a temp of 39.5 and now theres purple spots on her legs that "
+                        "dont go away when i press on them. should i book her in with the gp or wait for urgent care "
+                        "to open at 9", tenant=TOTARA)
+    assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
+    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)
+
+
+def test_something_said_to_be_free_is_asked_as_a_price_not_a_booking(totara):
+    """The Tōtara probe's q22 listed radiology slots for "I thought under-14s were free? How much will it cost us?"."""
+    answer = totara.ask("My son is 10 and his GP wants him to have an ultrasound of his tummy done privately. I thought "
+                        "under-14s were free? How much will it cost us?", tenant=TOTARA)
+    assert not any(p.kind == r.PART_KIND_LIVE_SLOT for p in answer.parts), [(p.kind, p.answer_text) for p in answer.parts]

@@ -74,6 +74,13 @@ def test_a_question_of_price_is_no_booking(analyzer):
     assert "availability" in booking.intents, booking.intents
 
 
+def test_something_said_to_be_free_is_a_price_not_a_free_slot(analyzer):
+    analysis = analyzer.analyze("My son is 10 and his GP wants him to have an ultrasound of his tummy done privately. "
+                                "I thought under-14s were free? How much will it cost us?")
+    free = next(c for c in analysis.clauses if "were free" in c.text)
+    assert "availability" not in free.intents, (free.intents, free.intent_source)
+
+
 def test_unknown_language_takes_the_conservative_fallback(analyzer):
     emergency = analyzer.analyze("Tengo un dolor fuerte en el pecho")
     assert emergency.emergency and emergency.fallback

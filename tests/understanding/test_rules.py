@@ -184,6 +184,11 @@ RULES = load_rules()
     # said of oneself, it stands
     "thinking about killing myself",
     "just kill me now",
+    # a rash that does not blanch, and purple spots with a fever (the Tōtara probe's q30, held out)
+    "my 15yo has a temp of 39.5 and now theres purple spots on her legs that dont go away when i press on them",
+    "my son has a rash that doesnt go away when i press a glass on it",
+    "the rash on his tummy is non-blanching",
+    "high fever since last night and a purple rash on his tummy",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -324,6 +329,9 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "black toenail from running, can a podiatrist look at it?",
     "my toe has gone a bit red where my shoe rubs",
     "i'm diabetic and due my yearly foot check",
+    "my eczema rash wont go away, can i book a skin check",  # a lasting rash, not one that does not blanch
+    "purple spots on my legs, no fever, can i book",
+    "the spots go white when i press them",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
@@ -435,6 +443,13 @@ def test_advice_beside_money_is_not_only_money(text):
     ("hva koster en time hos gynekologen?", True),
     ("how much is the scan and can i book it for friday?", False),
     ("any appointments available next week?", False),
+    # something said to cost nothing (the Tōtara probe's q22 got slots for "I thought under-14s were free?")
+    ("I thought under-14s were free?", True),
+    ("is it free for kids?", True),
+    ("are you free on Tuesday", False),  # someone free, not something
+    ("is the doctor free tomorrow", False),
+    ("are any of the nurses free today", False),
+    ("is there a free slot next week", False),
 ])
 def test_a_price_is_no_booking_unless_it_asks_to_book(text, price):
     assert RULES.asks_price_not_booking(fold(text)) is price
