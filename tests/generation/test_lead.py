@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from citetrace.embeddings import Embedder
 
-from services.generation.core import GenerationRequest, OfferedPassage
+from services.generation.core import Feedback, GenerationRequest, OfferedPassage
 from services.generation.extractive import ExtractiveBackend
 from services.generation.lead import DEFAULT_WEIGHTS, FEATURES, LeadGate, LeadWeights
 from services.generation.semantic import EmbeddedUnitSimilarity
@@ -156,3 +156,25 @@ def test_without_meaning_a_confident_only_request_gets_no_claims():
     request = GenerationRequest("Do you have interpreters?", "OTHER", PASSAGES)
     assert bare.generate(request).claims
     assert bare.generate(dataclasses.replace(request, confident_only=True)).claims == []
+
+
+def test_a_second_choice_after_a_withheld_lead_is_shown_only_when_confident(backends):
+    """Tōtara q03: with the handbook's arrival rule withheld (AUTHORITY_MISMATCH), a scan page's bladder
+    advice led "how early do I need to arrive?". The replacement is a second choice: it leads only at the
+    veto's confident operating point. Here the lateness rule (of the withheld lead's kind, stating a
+    duration) led at the usual one, an answer to another question."""
+    plain, gated = backends
+
+    def visiting(label: str, section: str, text: str, source_class: str) -> OfferedPassage:
+        return OfferedPassage(label, f"p-{label}", text, source_class, f"Visiting us > {section}", "Visiting us")
+
+    passages = (visiting("S1", "Arriving", "Please arrive 10 minutes before your appointment time and check in at "
+                         "reception.", "handbook"),
+                visiting("S2", "Running late", "If you arrive more than 15 minutes late we may need to rebook you.",
+                         "scheduling_policy"))
+    question = "How early do I need to arrive for my appointment?"
+    first = gated.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", passages)).claims
+    assert first and "10 minutes" in first[0].text, first
+    feedback = (Feedback(first[0].claim_id, ("AUTHORITY_MISMATCH",), "UNSUPPORTED"),)
+    second = gated.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", passages, feedback, attempt=2)).claims
+    assert second == [], [c.text for c in second]

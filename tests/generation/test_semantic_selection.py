@@ -442,17 +442,6 @@ def test_a_withheld_lead_is_replaced_by_a_claim_of_its_kind(backend):
     assert second and "minutes before your appointment" in second[0] and second[0] != first[0], (first, second)
 
 
-def test_a_second_choice_after_a_withheld_lead_is_shown_only_when_confident(backend):
-    """Tōtara q03: with the handbook's arrival rule withheld, a scan page's bladder advice led "how early
-    do I need to arrive?" (it states "20 weeks", a duration)."""
-    bladder = passage("S2", "Ultrasound > Full bladder", "If you're really uncomfortable you can let a little out, "
-                      "just not all of it. From 20 weeks of pregnancy you don't need a full bladder.",
-                      "preparation_instructions")
-    first, second = _withheld(backend, "How early do I need to arrive for my appointment?", (ARRIVING, bladder))
-    assert "10 minutes" in first[0], first
-    assert second == [], second
-
-
 def test_a_claim_the_source_policy_refuses_alike_is_not_offered_again(backend):
     """Cedarbrook q07: the handbook's arrival rule was withheld, and the next attempt led with another
     handbook sentence whose paragraph's arrival rule (the amount it was chosen for) was withheld in turn.
