@@ -59,11 +59,12 @@ GENERIC = _stems(
     work works seen see accept accepts book booking bookings regular normal usual general
     year years month months week weeks day days today tomorrow yesterday last next
     u ye ya yous youse yall y'all ur appt appts appmt apt pls plz tmrw tmr tmw 2moro 2day thx
-    hey hiya lol haha omg btw supposed meant gotta gonna wanna hafta slot slots""")
+    hey hiya lol haha omg btw supposed meant gotta gonna wanna hafta slot slots
+    kia ora howdy g'day gday cheers""")
 # (The last line: "you" and "your" as patients type them, "do u need", "can ye"; a key term of them
 # was the whole topic of "How much notice do ye need if I have to cancel?", and no sentence covered it;
 # and the generic words above as patients abbreviate them: "how early b4 my appt"; chat greetings and
-# fillers, and obligation said as patients say it ("how much notice r u supposed to give", "do i gotta"),
+# fillers (greetings of the locales the probes write in: "kia ora", "g'day"), and obligation said as patients say it ("how much notice r u supposed to give", "do i gotta"),
 # which say nothing of the topic; a slot is the appointment's time: "15 mins after my slot".)
 # Stop words after stemming: fragments such as "ins" of "walk-ins" stem to one ("in").
 _STOP_STEMS = frozenset(_STEM(w) for w in claimtext.STOPWORDS)

@@ -36,6 +36,7 @@ from citetrace import lay
     ("can my husband and my sister both come in with me at the Port Ellery clinic?",
      "can a companion both come in with me at the Port Ellery clinic?"),
     ("can i bring my mum along to the scan", "can i bring a companion along to the scan"),
+    ("my nana and my aunty both want to come in with me", "a companion both want to come in with me"),
 ])
 def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading):
     assert lay.clinic_reading(question) == reading
@@ -62,6 +63,7 @@ def test_a_service_described_in_lay_words_is_read_as_its_name(question, reading)
     "my husband will come to the house to pick me up",  # no clinic's home visit
     "my husband is driving me home",  # the companion doing something else
     "can my wife book for me",
+    "my husband wants to drive me home",
     "can i bring my 3 year old with me",  # a child: rules of their own
 ])
 def test_look_alikes_are_read_as_written(question):

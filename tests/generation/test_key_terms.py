@@ -194,3 +194,10 @@ def test_a_price_question_whose_thing_the_passages_price_is_not_missing_it():
     assert not relevance.missing_asked_thing("what does it cost to cancel late?", ["A late cancellation costs $25."])
     # who it is for is no thing priced
     assert not relevance.missing_asked_thing("do you charge a no show fee for kids", ["A missed appointment costs $65."])
+
+
+@pytest.mark.parametrize("question", ["Kia ora, how early should I get there?", "g'day, how early should I get there?"])
+def test_a_greeting_of_the_locale_is_no_topic(question):
+    """Tōtara q37: "Kia ora, and welcome." answered a companion question that began "Kia ora"."""
+    found = key_terms(question, "ARRIVAL_PREPARATION")
+    assert not found & terms("Kia ora, and welcome."), found
