@@ -449,6 +449,9 @@ _ASKED_THING = re.compile(
     r"|\b(?:is|are)\s+there\s+(?P<there>[^,.;:!?]+)"
     r"|\b(?:can|could|may)\s+(?:i|we)\s+bring\s+(?P<bring>[^,.;:!?]+)"
     r"|\b(?:can|could|may)\s+(?:i|we)\s+(?:borrow|rent|hire)\s+(?P<borrow>[^,.;:!?]+)"
+    # and what one would drop in for ("can I just pop into the urgent care for a flu jab on Saturday?")
+    r"|\b(?:can|could|may)\s+(?:i|we)\s+(?:just\s+)?(?:pop|drop|walk|swing|nip)\s+(?:in|into|by|round|over|down)\b"
+    r"[^,.;:!?]{0,40}?\bfor\s+(?P<pop_in>[^,.;:!?]+)"
     r"|\b(?:does|do|can|could|will|would)\s+(?:the|your|ur|their|this|that|(?:one|any) of (?:your|ur|the))\s+"
     r"(?:[\w'-]+\s+){1,4}?(?:have|do|take|offer|cover|include|"
     r"accept|provide)\s+(?P<of_it>[^,.;:!?]+)"
@@ -476,7 +479,7 @@ _THING_FILLER = _stems("""any some a an the my our your his her their this that 
     possibility option options point reason need noen noe en et ei min mitt mine sjanse mulighet open opening
     opened åpen åpent
     monday tuesday wednesday thursday friday saturday sunday weekend weekends morning mornings afternoon
-    evening evenings night nights mandag tirsdag onsdag torsdag fredag lørdag søndag helg helga helgen morgen
+    evening evenings night nights arvo tonight tonite mandag tirsdag onsdag torsdag fredag lørdag søndag helg helga helgen morgen
     formiddag ettermiddag kveld kvelden natt
     penalty penalties fine fines limit limits restriction restrictions rule rules requirement requirements minimum
     maximum close near nearby set gp gps""") | KIND_WORDS

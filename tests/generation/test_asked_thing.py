@@ -40,6 +40,8 @@ READ = [f"{p.title} {p.heading_context} {p.text}" for p in PASSAGES]
     ("can i borrow a wheelchair at reception when i get there", "a wheelchair"),
     ("does your wide bore scanner have a weight limit? i'm a big guy", "a weight limit"),
     ("does the discount cover acupuncture for back pain?", "acupuncture"),
+    # what one would drop in for (the Tōtara probe's q06: a flu jab at urgent care, answered with its hours)
+    ("Can I just pop into the urgent care for a flu jab on Saturday?", "a flu jab"),
 ])
 def test_a_thing_the_passages_never_mention_is_missing(question, thing):
     assert relevance.missing_asked_thing(question, READ) == thing
@@ -54,6 +56,7 @@ def test_a_thing_the_passages_never_mention_is_missing(question, thing):
     "Har dere åpent fredag ettermiddag?",  # when, not what
     "Can I have a coffee before my blood test?",  # "can I have": not an offer question
     "When should I arrive?",
+    "could we walk in for a wheelchair check this arvo?",  # when is no thing: "arvo"
 ])
 def test_nothing_is_missing_when_the_thing_is_mentioned_or_none_is_asked(question):
     read = READ + ["Wheelchair spaces are next to the door."]
