@@ -59,7 +59,20 @@ class Grounded:
 
 def may_show(claims, by_claim: dict[str, ClaimValidation], given: tuple[LabelledPassage, ...]) -> frozenset[str]:
     """Claims that may be shown: validated, not withheld, supported (or non-factual), and every
-    citation bound to a passage that was actually offered."""
+    citation bound to a passage that was actually offered; none when the answer's lead (its first
+    factual claim) was withheld because its source may not state it (AUTHORITY_MISMATCH): the claims
+    after it were chosen to qualify that rule ("This gives us time to confirm your address ..." shown
+    alone for "how early do I need to arrive?" once the handbook's arrival rule was withheld), and a
+    next attempt is asked for a lead of its own. A lead withheld as unsupported leaves the supported
+    claims after it distinguishable (PARTIALLY_ANSWERED, DESIGN.md §3)."""
+    ok = _each_may_show(claims, by_claim, given)
+    lead = next((claim for claim in claims if claim.factual), None)
+    refused = lead is not None and lead.claim_id not in ok and (validation := by_claim.get(lead.claim_id)) is not None \
+        and any(f.reason == FailureReason.AUTHORITY_MISMATCH for f in validation.findings)
+    return frozenset() if refused else ok
+
+
+def _each_may_show(claims, by_claim: dict[str, ClaimValidation], given: tuple[LabelledPassage, ...]) -> frozenset[str]:
     offered_ids = {lp.passage.identity.passage_id for lp in given}
     ok: set[str] = set()
     for claim in claims:
