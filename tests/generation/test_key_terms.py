@@ -201,3 +201,17 @@ def test_a_greeting_of_the_locale_is_no_topic(question):
     """Tōtara q37: "Kia ora, and welcome." answered a companion question that began "Kia ora"."""
     found = key_terms(question, "ARRIVAL_PREPARATION")
     assert not found & terms("Kia ora, and welcome."), found
+
+
+@pytest.mark.parametrize("question,read", [
+    ("Kia ora, my nana and my aunty both want to come in with me, is that ok?",
+     "my nana and my aunty both want to come in with me, is that ok?"),
+    ("Hi there! how early should I come? Thanks!", "how early should I come?"),
+    ("Morning, is the clinic open?", "is the clinic open?"),
+    ("Morning appointments, are they free?", "Morning appointments, are they free?"),  # no greeting
+])
+def test_a_greeting_is_not_what_the_question_says(question, read):
+    """Tōtara q37: the question read whole was nearest to the guide's opening "Kia ora, and welcome."."""
+    from services.generation.relevance import question_sentences
+
+    assert question_sentences(question) == read
