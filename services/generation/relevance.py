@@ -192,12 +192,21 @@ _TIME_WORDS = re.compile(r"\b(?:\d+|a|an|few|couple of|several|same|the|within|o
                          re.IGNORECASE)
 
 
+# How far ahead of the appointment ("how early should I rock up?", "how long before do I need to be there"):
+# a duration, which opening hours ("Monday to Friday, 7:30 am - 6 pm") do not state.
+_ASKS_LEAD_TIME = re.compile(r"\bhow (?:early|far ahead|far in advance)\b|\bhow (?:long|much|many) (?:\w+ ){0,2}?"
+                             r"(?:before|earlier|ahead|in advance|prior)\b|\bhvor tidlig\b", re.IGNORECASE)
+# A span of clock times: opening hours, not a time to come.
+_CLOCK = r"(?:\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)?|noon|midday|midnight)"
+_CLOCK_RANGE = re.compile(rf"\b{_CLOCK}\s?(?:-|\u2013|\u2014|to|until|till|til)\s?{_CLOCK}(?![\w:])", re.IGNORECASE)
+
+
 def asked_amount(question: str) -> str:
-    """What kind of amount the question's asking clauses ask for: "duration" (how long, how much
-    notice, what time), "price" (how much, what's the fee), or "". (Not "how many" or "how often":
-    "as often as you like" answers them without a number.)"""
+    """What kind of amount the question's asking clauses ask for: "lead time" (how early, how long
+    before), "duration" (how long, how much notice, what time), "price" (how much, what's the fee), or
+    "". (Not "how many" or "how often": "as often as you like" answers them without a number.)"""
     asked = asked_clauses(question) or question_sentences(question)
-    for kind, pattern in (("duration", _ASKS_DURATION), ("price", _ASKS_PRICE)):
+    for kind, pattern in (("lead time", _ASKS_LEAD_TIME), ("duration", _ASKS_DURATION), ("price", _ASKS_PRICE)):
         if pattern.search(asked):
             return kind
     return ""
@@ -205,8 +214,10 @@ def asked_amount(question: str) -> str:
 
 def states_amount(text: str, kind: str) -> bool:
     """Whether the text states an amount of that kind (asked_amount's): a number with a time unit, a
-    time unit or a time of day for a duration; a currency, or a price in words ("free of charge"),
-    for a price."""
+    time unit or a time of day for a duration (for a lead time, not a span of clock times: opening
+    hours); a currency, or a price in words ("free of charge"), for a price."""
+    if kind == "lead time":
+        return states_amount(_CLOCK_RANGE.sub(" ", text), "duration")
     units = {unit for _, unit in claimtext.quantities(text)}
     if kind == "duration":
         return bool(units & _DURATION_UNITS) or bool(_TIME_WORDS.search(text))

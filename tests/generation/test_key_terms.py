@@ -39,7 +39,8 @@ def test_a_topic_word_stays_a_key_term():
     ("what would it cost me to see the nurse", "price"),
     ("Hva koster en time hos fysioterapeut?", "price"),
     ("how many sessions do I get", ""),
-    ("I'm new, how much before the start time should I show up?", "duration"),
+    ("I'm new, how much before the start time should I show up?", "lead time"),
+    ("Got an ultrasound booked next Tuesday, how early should I rock up?", "lead time"),
     ("Can I park at the clinic?", ""),
     ("How do I cancel?", ""),
     # "how much" of something else than money asks no price: water to drink, blood taken
@@ -215,3 +216,16 @@ def test_a_greeting_is_not_what_the_question_says(question, read):
     from services.generation.relevance import question_sentences
 
     assert question_sentences(question) == read
+
+
+@pytest.mark.parametrize("text,states", [
+    ("Please arrive 20 minutes before your booked time.", True),
+    ("Please arrive at 8:30 p.m. and ring the bell.", True),  # a time to come
+    ("Service: Ultrasound and CT (booked only); Hours: Monday to Friday, 7:30 am – 6 pm", False),  # opening hours
+    ("Open 9 to 5 on weekdays.", False),
+])
+def test_a_lead_time_is_no_span_of_opening_hours(text, states):
+    """The Tōtara probe's q04: "how early should I rock up?" was led by the radiology centre's opening hours row."""
+    from services.generation.relevance import states_amount
+
+    assert states_amount(text, "lead time") is states
