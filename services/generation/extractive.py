@@ -484,16 +484,12 @@ class ExtractiveBackend:
         # you're really uncomfortable you can let a little out" led "how early do I need to arrive?" once
         # the handbook's arrival rule was withheld).
         unsure = self._lead_veto(request, candidates, True) if withheld and meaning else (lambda _rank: False)
-        # A unit about another kind of the thing asked ("Allergy shots are the exception ..." for "travel
-        # shots", "blood test results" for "CT results") answers about that kind (relevance.names_another_kind).
-        asked_things = relevance.without_entity_names(question_reading(request.question), request.place_names)
 
         def may_lead(rank: int, claim_id: str, candidate: _Candidate) -> bool:
             # True and cited is not enough: the answer's lead claim must cover the question (in words,
             # or in meaning; relevance.py, signal 1) and pass the learned veto (lead.py); the claims
             # after it qualify it.
             return claim_id not in excluded_ids and answers(rank, candidate) and not unsure(rank) and \
-                not relevance.names_another_kind(asked_things, candidate.matched) and \
                 (same_kind is None or
                  infer_claim_type(candidate.text, candidate.source_class, request.intent) == same_kind) and \
                 any(label in offered and label not in excluded_labels for label in candidate.labels)

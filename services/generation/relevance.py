@@ -533,36 +533,6 @@ def asked_things(question: str, place_names: tuple[str, ...] = ()) -> list[tuple
     return out
 
 
-def _compounds(text: str) -> list[tuple[str, str]]:
-    """(modifier, head) stems of each two adjacent content words of the text ("travel shots", "CT
-    results"), neither of them a generic or stop word."""
-    stems = [None if t in claimtext.STOPWORDS or t.isdigit() else _STEM(t) for t in claimtext.tokens(text)]
-    return [(a, b) for a, b in zip(stems, stems[1:], strict=False)
-            if a and b and a not in GENERIC and b not in GENERIC and a not in _STOP_STEMS and b not in _STOP_STEMS]
-
-
-# A modifier says which kind of thing it is only when it is this informative (IDF, citetrace.idf):
-# "travel" 4.3, "allergy" 6.4, "flu" 7.7; not "people" of "where do people park" (2.9) nor "display"
-# of "pay-and-display parking" (3.3).
-KIND_IDF_FLOOR = 4.0
-
-
-def names_another_kind(question: str, text: str) -> str:
-    """A thing of the question ("travel shots") the text names as another kind of the same thing
-    ("Allergy shots are the exception ...": the same head word after another informative modifier)
-    and nowhere as the asked kind: the text is about the other kind. "" when there is none."""
-    idf = shipped_idf()
-    words = frozenset(_STEM(t) for t in claimtext.tokens(text))
-    theirs = [(m, h) for m, h in _compounds(text) if idf.idf(m) >= KIND_IDF_FLOOR]
-    for modifier, head in _compounds(question):
-        if idf.idf(modifier) < KIND_IDF_FLOOR or covers(modifier, words):
-            continue
-        other = next((m for m, h in theirs if h == head and m != modifier), "")
-        if other:
-            return f"{other} {head}, not {modifier} {head}"
-    return ""
-
-
 def _mentioned(stem: str, vocabulary: frozenset[str]) -> bool:
     """The stem occurs (covers(): the same stem or a shared prefix of 5+ letters), or a word one
     typing slip away does (6+ letters: "wheelchiar")."""

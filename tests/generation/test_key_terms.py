@@ -229,18 +229,3 @@ def test_a_lead_time_is_no_span_of_opening_hours(text, states):
     from services.generation.relevance import states_amount
 
     assert states_amount(text, "lead time") is states
-
-
-@pytest.mark.parametrize("question,text,other", [
-    ("I'm booked for travel shots on Friday. How early should I arrive?",
-     "Allergy shots are the exception: everyone must be watched for 30 minutes after an injection.",
-     "allergi shot, not travel shot"),
-    ("I'm booked for travel shots on Friday. How early should I arrive?", "Travel shots: arrive 10 minutes early.", ""),
-    ("is there a car park at orchard or where do people park", "Pay-and-display parking is on Kell Road.", ""),
-    ("do you do flu vaccines on saturdays?", "Travel vaccines are given on weekdays only.", "travel vaccin, not flu vaccin"),
-])
-def test_a_text_about_another_kind_of_the_asked_thing(question, text, other):
-    """Cedarbrook q07: "Allergy shots are the exception ..." led "how early should I arrive for travel shots?"."""
-    from services.generation.relevance import names_another_kind
-
-    assert names_another_kind(question, text) == other

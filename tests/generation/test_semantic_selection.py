@@ -549,17 +549,3 @@ def test_a_nicknames_one_names_no_place():
     ward = ("Morven Ward 9, Drumcaskie Royal Infirmary", "Ward 9", "the hospital one")
     assert not names_a_place("One adult may come in with you, and that includes the scan room.", ward)
     assert names_a_place("Children under 16 can't come into Ward 9 at all.", ward)
-
-
-def test_a_unit_about_another_kind_of_the_asked_thing_does_not_lead(backend):
-    """Cedarbrook q07: "Allergy shots are the exception ..." (it states "30 minutes") led "how early should I
-    arrive?" for travel shots."""
-    allergy = passage("S1", "Allergy shots", "Allergy shots are the exception: because everyone must be watched for "
-                      "30 minutes after an injection, the last shot of the day is given 45 minutes before closing.",
-                      "scheduling_policy")
-    arriving = passage("S2", "Arriving", "Please arrive 15 minutes before your appointment time.", "scheduling_policy")
-    question = "I'm booked for travel shots on Friday. How early should I arrive?"
-    shown = [c.text for c in backend.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", (allergy, arriving))).claims]
-    assert shown and "15 minutes" in shown[0], shown
-    alone = [c.text for c in backend.generate(GenerationRequest(question, "ARRIVAL_PREPARATION", (allergy,))).claims]
-    assert alone == [], alone
