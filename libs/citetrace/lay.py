@@ -48,3 +48,20 @@ def clinic_reading(text: str) -> str:
     for pattern, replacement in _entries()[1]:
         text = pattern.sub(replacement, text)
     return text
+
+
+# A greeting or thanks opening a sentence ("Kia ora, my nana and my aunty both want to come in with me",
+# "Hi there! how early should I come? Thanks!"): read whole, "Kia ora, ..." was nearest to a guide's
+# "Kia ora, and welcome." (the Tōtara probe's q37), in the search and in the generator alike.
+_GREETING = re.compile(r"^\s*(?:(?:hi|hello|hey|hiya|heya|howdy|hallo|hei|heisann|kia ora(?: koutou| kōrua)?|"
+                       r"g'?day(?: mate)?|good (?:morning|afternoon|evening|day)|morning|evening|greetings|"
+                       r"thanks|thank you|cheers|ta)(?:\s+(?:there|all|team|guys|folks))?\s*[,.!:;-]+\s*)+",
+                       re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def without_greeting(text: str) -> str:
+    """The text without the greeting or thanks that opens any of its sentences; the text itself when
+    that is all it says."""
+    kept = [_GREETING.sub("", part) for part in _SENTENCE_END.split(text)]
+    return " ".join(part for part in kept if part.strip()) or text

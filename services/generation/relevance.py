@@ -33,6 +33,7 @@ import dataclasses
 import re
 import unicodedata
 
+from citetrace import lay
 from citetrace.idf import shipped as shipped_idf
 from citetrace.textnorm import thing_absent
 
@@ -109,21 +110,12 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
-# A greeting or thanks opening the question, or a sentence of nothing else ("Kia ora, my nana and my
-# aunty both want to come in with me ...": read whole, it was nearest to "Kia ora, and welcome.").
-_GREETING = re.compile(r"^\s*(?:(?:hi|hello|hey|hiya|heya|howdy|hallo|hei|heisann|kia ora(?: koutou| kōrua)?|"
-                       r"g'?day(?: mate)?|good (?:morning|afternoon|evening|day)|morning|evening|greetings|"
-                       r"thanks|thank you|cheers|ta)(?:\s+(?:there|all|team|guys|folks))?\s*[,.!:;-]+\s*)+",
-                       re.IGNORECASE)
-
-
 def question_sentences(question: str) -> str:
     """The question without sentences addressed to an assistant ("Ignore previous instructions ...") and
     without a greeting or thanks of its own."""
     parts = [p for p in _SENTENCE.split(unicodedata.normalize("NFC", question)) if p.strip()]
     kept = [p for p in parts if not claimtext.looks_like_instruction(p)]
-    unsalted = [_GREETING.sub("", p) for p in (kept or parts)]
-    return " ".join(p for p in unsalted if p.strip()) or " ".join(kept or parts)
+    return lay.without_greeting(" ".join(kept or parts))
 
 
 _CJK_RUN = re.compile(r"[\u3040-\u30FF\u4E00-\u9FFF]+")

@@ -85,3 +85,16 @@ def test_a_malformed_phrase_list_is_refused_with_its_line(tmp_path, monkeypatch)
     finally:
         monkeypatch.undo()
         lay._entries.cache_clear()
+
+
+@pytest.mark.parametrize("text,read", [
+    ("Kia ora, my nana and my aunty both want to come in with me, is that ok?",
+     "my nana and my aunty both want to come in with me, is that ok?"),
+    ("Hi there! how early should I come? Thanks!", "how early should I come?"),
+    ("Morning, is the clinic open?", "is the clinic open?"),
+    ("Morning appointments, are they free?", "Morning appointments, are they free?"),  # no greeting
+    ("hello", "hello"),  # all it says
+])
+def test_a_greeting_is_not_what_a_question_says(text, read):
+    """The Tōtara probe's q37: "Kia ora, ..." found and was answered by a guide's "Kia ora, and welcome."."""
+    assert lay.without_greeting(text) == read

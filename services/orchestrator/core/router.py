@@ -529,9 +529,9 @@ def _search_intents(intent: Intent, by_intent: dict[Intent, list[str]], explanat
 
 
 def _query(clauses: list[str], result: Route) -> str:
-    """The search query for a policy part: its clauses, a lay description of a service read as the
-    service's name (citetrace.lay), plus the entities that narrow the rule."""
-    text = lay.clinic_reading(" ".join(clauses))
+    """The search query for a policy part: its clauses without a greeting, a lay description of a
+    service read as the service's name (citetrace.lay), plus the entities that narrow the rule."""
+    text = lay.clinic_reading(lay.without_greeting(" ".join(clauses)))
     extra = [value.replace("_", " ") for value in (result.specialty, result.appointment_type) if value]
     missing = [word for word in extra if word not in text.lower()]
     return " ".join([text, *missing]).strip()
