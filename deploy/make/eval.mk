@@ -36,3 +36,4 @@ bench-probe: setup
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant penhallow --json bench/results/probe-penhallow.json
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant cedarbrook --json bench/results/probe-cedarbrook.json
 	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant totara --json bench/results/probe-totara.json
+	PYTHONPATH=libs:.:tests OPENBLAS_NUM_THREADS=1 $(PY) bench/unseen_probe.py --tenant protea --json bench/results/probe-protea.json
