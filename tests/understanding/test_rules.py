@@ -189,6 +189,11 @@ RULES = load_rules()
     "my son has a rash that doesnt go away when i press a glass on it",
     "the rash on his tummy is non-blanching",
     "high fever since last night and a purple rash on his tummy",
+    # farewell signs said by someone else (the Protea probe's q08, held out: it was offered psychology slots)
+    "my boyfriend has been giving all his stuff away to his mates this week and last night he sent me a msg saying "
+    "thanks for everything and that i wont have to worry about him anymore. can he get in with a psychologist",
+    "my son gave away his guitar and his games and said sorry for everything, can he see someone",
+    "she texted me that i wont have to worry about her anymore",
 ])
 def test_red_flags_that_stand(text):
     assert RULES.check_emergency(fold(text)).hit is not None
@@ -332,6 +337,9 @@ def test_red_flags_discarded_with_a_reason(text, why):
     "my eczema rash wont go away, can i book a skin check",  # a lasting rash, not one that does not blanch
     "purple spots on my legs, no fever, can i book",
     "the spots go white when i press them",
+    "im giving away my old clothes to charity, can i book a physio",  # a clear-out, no farewell
+    "thanks for everything you did for my mum, can i book a follow up",
+    "you wont have to worry about me anymore, i found a clinic closer to home",
 ])
 def test_no_red_flag(text):
     assert RULES.check_emergency(fold(text)).hit is None
