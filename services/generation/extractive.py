@@ -464,7 +464,8 @@ class ExtractiveBackend:
             # A confident lead is the lead model's judgement; without it (no similarity, a question
             # that does not read as English) nothing is confident.
             return Generated([], MODEL_ID, self._prompt_version(meaning), self.settings())
-        vetoed = self._lead_veto(request, candidates, request.confident_only) if meaning else (lambda _rank: False)
+        lead_probability = self._lead_probabilities(request, candidates) if meaning else (lambda _rank: None)
+        vetoed = self._veto_at(lead_probability, request.confident_only)
 
         # A claim the validator withheld because its source may not state that kind of rule (a handbook,
         # an arrival rule) is replaced as the lead only by a claim of the same kind: the next unit near
@@ -483,7 +484,7 @@ class ExtractiveBackend:
         # And it is a second choice: shown only when the lead model is confident it answers (Tōtara q03: "If
         # you're really uncomfortable you can let a little out" led "how early do I need to arrive?" once
         # the handbook's arrival rule was withheld).
-        unsure = self._lead_veto(request, candidates, True) if withheld and meaning else (lambda _rank: False)
+        unsure = self._veto_at(lead_probability, True) if withheld else (lambda _rank: False)
 
         def may_lead(rank: int, claim_id: str, candidate: _Candidate) -> bool:
             # True and cited is not enough: the answer's lead claim must cover the question (in words,
@@ -621,23 +622,34 @@ class ExtractiveBackend:
                                     infer_claim_type(item.text, item.source_class, request.intent)))
         return claims
 
-    def _lead_veto(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]], confident: bool):
-        """rank -> whether the learned veto refuses that candidate as the lead (never without a gate), at
-        its confident operating point when `confident`."""
+    def _lead_probabilities(self, request: GenerationRequest, candidates: list[tuple[str, _Candidate]]):
+        """rank -> the learned veto's probability that the candidate answers as the lead (None without a
+        gate): one encoder run for the question, on first use, and each rank computed once, whichever
+        operating points read it (_veto_at)."""
         gate = self.lead_gate
         if gate is None or not candidates:
-            return lambda _rank: False
+            return lambda _rank: None
         best = max(c.score for _, c in candidates)
-        threshold = gate.confident_threshold if confident else gate.threshold
         terms = None
+        known: dict[int, float] = {}
 
-        def vetoed(rank: int) -> bool:
+        def probability(rank: int) -> float:
             nonlocal terms
-            if terms is None:  # one encoder run for the question, only when a lead is considered
-                terms = gate.terms(self.meaning_question(request), self.lead_key_terms(request))
-            return gate.probability(candidates[rank][1], rank, best, terms) < threshold
+            if rank not in known:
+                if terms is None:  # only when a lead is considered
+                    terms = gate.terms(self.meaning_question(request), self.lead_key_terms(request))
+                known[rank] = gate.probability(candidates[rank][1], rank, best, terms)
+            return known[rank]
 
-        return vetoed
+        return probability
+
+    def _veto_at(self, probability, confident: bool):
+        """rank -> whether the learned veto refuses that candidate as the lead (never without a gate), at
+        its confident operating point when `confident`."""
+        if self.lead_gate is None:
+            return lambda _rank: False
+        threshold = self.lead_gate.confident_threshold if confident else self.lead_gate.threshold
+        return lambda rank: (p := probability(rank)) is not None and p < threshold
 
     @staticmethod
     def amount_asked(request: GenerationRequest) -> str:

@@ -55,6 +55,12 @@ def shown(response) -> list[str]:
     return [claim.text for part in response.parts for claim in part.claims]
 
 
+def assert_emergency(answer) -> None:
+    """The emergency message, and nothing answered beside it."""
+    assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
+    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)
+
+
 def policy_part(response):
     (part,) = [p for p in response.parts if p.kind in (r.PART_KIND_CANCELLATION_RESCHEDULING,
                                                         r.PART_KIND_OTHER_POLICY)]
@@ -337,8 +343,7 @@ def penhallow(stack):
 ])
 def test_a_dying_toe_and_a_spreading_infection_with_fever_are_emergencies(penhallow, question):
     answer = penhallow.ask(question, tenant=PENHALLOW)
-    assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
-    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)
+    assert_emergency(answer)
 
 
 JUNIPER = "juniper"
@@ -401,8 +406,7 @@ def test_purple_spots_that_do_not_fade_when_pressed_with_a_fever_are_an_emergenc
     answer = totara.ask("sorry to bother you, my 15yo has a temp of 39.5 and now theres purple spots on her legs that "
                         "dont go away when i press on them. should i book her in with the gp or wait for urgent care "
                         "to open at 9", tenant=TOTARA)
-    assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
-    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)
+    assert_emergency(answer)
 
 
 def test_something_said_to_be_free_is_asked_as_a_price_not_a_booking(totara):
@@ -425,5 +429,4 @@ def test_farewell_signs_told_by_a_partner_are_an_emergency(protea):
     answer = protea.ask("my boyfriend has been giving all his stuff away to his mates this week and last night he sent "
                         "me a msg saying thanks for everything and that i wont have to worry about him anymore. can he "
                         "get in with a psychologist sometime next week?", tenant=PROTEA)
-    assert answer.next_action == c.NEXT_ACTION_CONTACT_EMERGENCY_SERVICES, [p.answer_text for p in answer.parts]
-    assert not any(p.outcome == c.PART_OUTCOME_ANSWERED for p in answer.parts)
+    assert_emergency(answer)
